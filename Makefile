@@ -1,0 +1,47 @@
+# Every target sets up .venv from the pinned requirement files first.
+SHELL := /bin/bash
+# python3.13 matches the Lambda runtime; pyenv installs it outside PATH, so look there too.
+PYTHON ?= $(shell for p in python3.13 $$(ls -d $$HOME/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null) python3; do \
+	"$$p" -c 'import sys; assert sys.version_info >= (3, 12)' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CDK_CLI_VERSION := 2.1148.1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: venv test lint unit dev synth deploy bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt layers/deps/requirements.txt layers/llm/requirements.txt
+	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (python3.13 preferred)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	@touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy layers/core/python/hippocampus functions infra local_stack app.py
+
+test: venv lint
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+unit: venv
+	$(BIN)/python -m pytest tests/unit
+
+dev: venv
+	$(BIN)/python -m local_stack
+
+synth: venv
+	CDK_OUTDIR=cdk.out $(BIN)/python app.py
+
+deploy: venv
+	npx --yes aws-cdk@$(CDK_CLI_VERSION) deploy --app "$(BIN)/python app.py" --require-approval broadening
+
+bench: venv
+	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script" || exit 1; done
+
+clean:
+	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache
