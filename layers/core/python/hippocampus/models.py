@@ -63,9 +63,9 @@ class ConversationPair(Model):
 class IngestItem(Model):
     id: Identifier | None = None
     text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
-    user_assistant_pairs: Annotated[list[ConversationPair], Field(min_length=1, max_length=MAX_PAIRS)] | None = (
-        None
-    )
+    user_assistant_pairs: (
+        Annotated[list[ConversationPair], Field(min_length=1, max_length=MAX_PAIRS)] | None
+    ) = None
     infer: bool = True
     user_name: Annotated[str, StringConstraints(max_length=MAX_USER_NAME_CHARS)] | None = None
     custom_instructions: (
@@ -182,6 +182,7 @@ class CondenseMessage(BaseModel):
     generation: int
     raw_key: str
     raw_index: int
+    queued_at: datetime
 
 
 DirectAction = Literal[

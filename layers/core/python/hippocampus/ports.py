@@ -54,7 +54,9 @@ class LlmProvider(Protocol):
 
 
 class MemoryStore(Protocol):
-    def read_memory(self, tenant_id: str, user_id: str, with_facts: bool) -> tuple[MemoryState, list[Fact]]: ...
+    def read_memory(
+        self, tenant_id: str, user_id: str, with_facts: bool
+    ) -> tuple[MemoryState, list[Fact]]: ...
 
     def write_memory(self, write: MemoryWrite) -> None:
         """Conditional on version and generation; raises ConditionFailed when another writer won."""
@@ -70,13 +72,14 @@ class MemoryStore(Protocol):
         """Tombstone the user (new generation), remove its facts; return the new generation."""
         ...
 
-    def create_job(self, job: Job, generation: int) -> Job:
-        """Store a new job; if one with the same id exists, return it untouched instead."""
+    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+        """Store a new job and return (job, True); a failed job with the same id is queued again.
+
+        If a live job with the same id exists, return (that job, False) untouched: a duplicate.
+        """
         ...
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
-
-    def get_job_generation(self, tenant_id: str, job_id: str) -> int | None: ...
 
     def set_job_status(
         self,

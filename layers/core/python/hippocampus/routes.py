@@ -49,3 +49,8 @@ def match(method: str, path: str) -> Route | None:
 def allowed_methods(path: str) -> list[str]:
     """Methods the API serves on `path` (empty: the path is unknown)."""
     return sorted({r.method for r, p in _PATTERNS if p.match(path)})
+
+
+def powertools_path(path: str) -> str:
+    """`/v1/tenants/{tenant_id}` → `/v1/tenants/<tenant_id>` (the Powertools resolver's syntax)."""
+    return re.sub(r"\{([^/]+)\}", r"<\1>", path)

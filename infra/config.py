@@ -1,0 +1,200 @@
+"""Deployment configuration (DESIGN §4): the `hippocampus` object of cdk.json's context.
+
+Validated by a pydantic model at synth time; a bad key or value fails with a message that
+names the key (`hippocampus.max_words: ...`). This module must not import aws_cdk: the local
+stack imports it for the same defaults (word budget, retention days, ...).
+
+Single keys can be overridden on the CDK command line without editing cdk.json:
+`cdk deploy -c hippocampus.stage=prod -c hippocampus.max_words=80`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from hippocampus.schema import CONDENSER_TIMEOUT_S
+
+CONTEXT_KEY: Final = "hippocampus"
+DEFAULT_CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
+
+# The retention periods CloudWatch Logs accepts (PutRetentionPolicy).
+LOG_RETENTION_DAYS: Final = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+
+LlmProvider = Literal["openai", "bedrock", "offline"]
+Architecture = Literal["arm64", "x86_64"]
+
+Stage = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,19}$")]
+SecretName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9/_+=.@-]{1,512}$")]
+ModelId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")]
+Email = Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
+HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)]
+
+
+class ConfigError(ValueError):
+    """The deployment configuration is invalid; the message names each bad key."""
+
+
+class DeploymentConfig(BaseModel):
+    """Everything a deployment can choose. Defaults give a working `offline` stack."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage: Stage = Field("dev", description="Stage name: API Gateway stage, resource name prefix, tags.")
+    max_words: int = Field(50, ge=5, le=2000, description="Word budget of a condensed memory.")
+    raw_retention_days: int = Field(
+        30, ge=1, le=3650, description="S3 expiration of raw/ payloads; also the job retention."
+    )
+    history_retention_days: int = Field(365, ge=1, le=3650, description="S3 expiration of history/.")
+    memory_ttl_days: int | None = Field(
+        None, ge=1, le=3650, description="DynamoDB TTL of a memory, refreshed on write (None: keep forever)."
+    )
+
+    llm_provider: LlmProvider = Field("offline", description="openai, bedrock, or offline (no LLM).")
+    llm_model: ModelId | None = Field(
+        None, description="Model id; gpt-4o-mini by default for openai, required for bedrock."
+    )
+    llm_base_url: HttpsUrl | None = Field(None, description="OpenAI-compatible endpoint (openai only).")
+    llm_secret_name: SecretName | None = Field(
+        None,
+        description="Existing Secrets Manager secret holding the API key (openai only); "
+        "default hippocampus/<stage>/llm-api-key.",
+    )
+    llm_timeout_s: float = Field(20.0, gt=0, description="Timeout of one LLM call, in seconds.")
+    llm_latency_alarm_ms: int = Field(10_000, ge=100, description="Alarm threshold of the LLM latency p90.")
+    condenser_max_concurrency: int | None = Field(
+        None, ge=2, le=1000, description="Cap on concurrent condenser invocations (LLM rate limits)."
+    )
+
+    tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
+    log_retention_days: int = Field(30, description="Retention of every log group.")
+    api_logging_level: Literal["ERROR", "INFO", "OFF"] = Field(
+        "ERROR", description="API Gateway execution logging (never with request or response bodies)."
+    )
+    create_api_gateway_cloudwatch_role: bool = Field(
+        True,
+        description="Set the region's API Gateway CloudWatch role (needed once per account and region "
+        "for API logs; set false if the account already has one).",
+    )
+    throttling_rate_limit: float = Field(50.0, gt=0, le=10_000, description="API stage steady-state rps.")
+    throttling_burst_limit: int = Field(100, ge=1, le=5_000, description="API stage burst.")
+
+    alarm_email: Email | None = Field(None, description="E-mail subscribed to the alarm topic.")
+    architecture: Architecture = Field("arm64", description="Lambda architecture.")
+    removal_policy: Literal["retain", "destroy"] = Field(
+        "retain", description="What `cdk destroy` does with tables, buckets and log groups."
+    )
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _known_retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            allowed = ", ".join(str(d) for d in sorted(LOG_RETENTION_DAYS))
+            raise ValueError(f"must be one of {allowed}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DeploymentConfig:
+        if self.llm_provider == "bedrock" and self.llm_model is None:
+            raise _KeyError("llm_model", "is required when llm_provider is bedrock (a Bedrock model id)")
+        if self.llm_provider != "openai":
+            for key in ("llm_base_url", "llm_secret_name"):
+                if getattr(self, key) is not None:
+                    raise _KeyError(key, "only applies when llm_provider is openai")
+        # The condenser retries a too-long answer once: two calls must fit in its timeout.
+        if self.llm_timeout_s * 2 >= CONDENSER_TIMEOUT_S:
+            raise _KeyError("llm_timeout_s", f"must be below {CONDENSER_TIMEOUT_S / 2:g} (half the condenser timeout)")
+        return self
+
+    @property
+    def resolved_llm_model(self) -> str:
+        return self.llm_model or "gpt-4o-mini"
+
+    @property
+    def resolved_llm_secret_name(self) -> str | None:
+        """The API key secret of the openai provider; None for the other providers."""
+        if self.llm_provider != "openai":
+            return None
+        return self.llm_secret_name or f"hippocampus/{self.stage}/llm-api-key"
+
+    @property
+    def name_prefix(self) -> str:
+        return f"hippocampus-{self.stage}"
+
+
+class _KeyError(ValueError):
+    """Raised inside validators to name the offending key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+def _parse_override(value: Any) -> Any:
+    """`-c hippocampus.max_words=80` arrives as the string "80"; `null`, numbers and booleans are JSON."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if not isinstance(parsed, (dict, list)) else value
+    return value
+
+
+def load_config(context: Mapping[str, Any] | None) -> DeploymentConfig:
+    """Build the config from a CDK context mapping (`hippocampus` object plus `hippocampus.<key>` overrides).
+
+    Raises ConfigError naming every bad key.
+    """
+    context = context or {}
+    raw = context.get(CONTEXT_KEY) or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f'cdk.json context "{CONTEXT_KEY}" must be an object, got {type(raw).__name__}')
+    values = dict(raw)
+    prefix = CONTEXT_KEY + "."
+    for key, value in context.items():
+        if key.startswith(prefix):
+            values[key[len(prefix) :]] = _parse_override(value)
+    try:
+        return DeploymentConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            cause = (error.get("ctx") or {}).get("error")
+            if isinstance(cause, _KeyError):
+                problems.append(f"{prefix}{cause.key}: {cause.message}")
+                continue
+            key = ".".join(str(part) for part in error["loc"]) or "(object)"
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{prefix}{key}: {message}")
+        raise ConfigError("invalid deployment configuration: " + "; ".join(problems)) from exc
+
+
+def read_cdk_json_context(path: Path = DEFAULT_CDK_JSON) -> dict[str, Any]:
+    """The `context` object of cdk.json (feature flags and the `hippocampus` object)."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    context = document.get("context", {})
+    if not isinstance(context, dict):
+        raise ConfigError(f"{path}: 'context' must be an object")
+    return context
+
+
+def config_from_cdk_json(path: Path = DEFAULT_CDK_JSON) -> DeploymentConfig:
+    """The deployment config as cdk.json declares it (what the local stack uses for its defaults)."""
+    return load_config(read_cdk_json_context(path))

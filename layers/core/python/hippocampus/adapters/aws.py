@@ -1,0 +1,36 @@
+"""boto3 clients, created lazily and once per process, with explicit timeouts.
+
+boto3 also honours AWS_ENDPOINT_URL, which the local stack uses to point every client at moto.
+"""
+
+import threading
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_CONFIG = Config(
+    connect_timeout=2,
+    read_timeout=5,
+    retries={"mode": "standard", "max_attempts": 3},
+    tcp_keepalive=True,
+)
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def client(service: str) -> Any:
+    """The process-wide client for `service` (thread-safe; boto3 clients themselves are)."""
+    existing = _clients.get(service)
+    if existing is not None:
+        return existing
+    with _lock:
+        if service not in _clients:
+            _clients[service] = boto3.session.Session().client(service, config=_CONFIG)
+        return _clients[service]
+
+
+def reset_clients() -> None:
+    """Forget every client (tests switch endpoints between runs)."""
+    with _lock:
+        _clients.clear()

@@ -1,0 +1,239 @@
+"""The condenser's work: fold one user's queued items into that user's memory, exactly once.
+
+Per user and batch: skip jobs already applied (the ledger) or superseded by a delete, make ONE
+LLM call for the rest, and write the new version conditionally on the version read, together
+with the applied-job ledger. A concurrent writer makes the write lose; we read again and retry.
+"""
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from pydantic import ValidationError
+
+from hippocampus.condense import CondenseInput, Condenser
+from hippocampus.errors import ConditionFailed, ServiceError
+from hippocampus.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
+from hippocampus.observability import MetricName, logger, record_metric
+from hippocampus.ports import ArchiveStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.schema import DLQ_MAX_RECEIVE_COUNT
+from hippocampus.service import Clock, utc_now
+
+WRITE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class QueuedItem:
+    """One SQS record, as the condenser needs it."""
+
+    message_id: str
+    message: CondenseMessage
+    receive_count: int
+    trace_header: str | None = None
+
+
+class CondensationFailed(ServiceError):
+    code = "condensation_failed"
+
+
+class ConsolidationService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        archive: ArchiveStore,
+        condenser: Callable[[], Condenser],
+        tracing: Tracing,
+        clock: Clock = utc_now,
+        max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
+    ) -> None:
+        self._store = store
+        self._archive = archive
+        self._condenser = condenser
+        self._tracing = tracing
+        self._clock = clock
+        self._max_receive_count = max_receive_count
+
+    def process_batch(self, items: Sequence[QueuedItem]) -> dict[str, Exception]:
+        """Condense a batch; return the failure of each message that must be retried."""
+        failures: dict[str, Exception] = {}
+        for group in _by_user(items):
+            try:
+                self.process_user(group)
+            except Exception as error:
+                failures.update({item.message_id: error for item in group})
+        return failures
+
+    def process_user(self, items: Sequence[QueuedItem]) -> None:
+        first = items[0].message
+        with (
+            self._tracing.continue_from(items[0].trace_header),
+            self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
+        ):
+            pending = self._unapplied(items)
+            try:
+                self._condense(pending)
+            except Exception as error:
+                self._report_failure(pending, error)
+                raise
+
+    def _unapplied(self, items: Sequence[QueuedItem]) -> list[QueuedItem]:
+        """Drop redeliveries of jobs already applied or settled (the ledger), without an LLM call."""
+        pending = []
+        for item in items:
+            job = self._store.get_job(item.message.tenant_id, item.message.job_id)
+            if job is None or job.status in {"completed", "skipped"}:
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+                continue
+            pending.append(item)
+        return pending
+
+    def _condense(self, pending: list[QueuedItem]) -> None:
+        for _ in range(WRITE_ATTEMPTS):
+            if not pending:
+                return
+            tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
+            state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
+            pending, inputs = self._live(pending, state)
+            if not pending:
+                return
+            job_ids = [item.message.job_id for item in pending]
+            self._store.set_job_status(tenant_id, job_ids, "processing")
+            if self._apply(pending, inputs, state):
+                return
+            # Another writer won: the items it applied drop out, the rest are condensed again.
+            record_metric(MetricName.VERSION_CONFLICTS)
+            pending = self._unapplied(pending)
+        raise CondensationFailed("the memory kept changing during condensation; it will be retried")
+
+    def _live(
+        self, pending: list[QueuedItem], state: MemoryState
+    ) -> tuple[list[QueuedItem], list[CondenseInput]]:
+        """Items still to apply with their content; those superseded by a delete become `skipped`."""
+        live: list[QueuedItem] = []
+        inputs: list[CondenseInput] = []
+        raw_cache: dict[str, list[dict[str, object]] | None] = {}
+        for item in pending:
+            message = item.message
+            content = self._raw_item(message, raw_cache) if message.generation >= state.generation else None
+            if content is None:
+                # Deletion wins: the user was forgotten after this item was accepted.
+                self._store.set_job_status(message.tenant_id, [message.job_id], "skipped")
+                record_metric(MetricName.JOBS_SKIPPED)
+                continue
+            live.append(item)
+            inputs.append(CondenseInput.from_item(content, message.item_id))
+        return live, inputs
+
+    def _raw_item(
+        self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]
+    ) -> IngestItem | None:
+        if message.raw_key not in cache:
+            with self._tracing.span("s3.get_raw", tenant_id=message.tenant_id, job_id=message.job_id):
+                payload = self._archive.get_raw(message.raw_key)
+            cache[message.raw_key] = payload.get("items") if payload else None
+        stored = cache[message.raw_key]
+        if stored is None or message.raw_index >= len(stored):
+            return None
+        return IngestItem.model_validate(stored[message.raw_index])
+
+    def _apply(self, pending: list[QueuedItem], inputs: list[CondenseInput], state: MemoryState) -> bool:
+        """One LLM call, one conditional write; False when another writer got there first."""
+        tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
+        job_ids = [item.message.job_id for item in pending]
+        started = time.perf_counter()
+        with self._tracing.span("llm.condense", tenant_id=tenant_id, job_id=job_ids[0]):
+            outcome = self._condenser().condense(state.memory, inputs)
+        record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
+        record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
+        record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
+        if outcome.budget_cut:
+            record_metric(MetricName.BUDGET_CUTS)
+        now = self._clock()
+        memory = outcome.memory if outcome.changed and outcome.memory else state.memory
+        if memory is None:
+            # Nothing worth keeping and nothing kept so far: the jobs are done, no version is made.
+            self._store.set_job_status(tenant_id, job_ids, "completed", memory_version=state.version)
+            record_metric(MetricName.CONDENSATIONS_OK)
+            return True
+        write = MemoryWrite(
+            tenant_id, user_id, state.version, state.generation, memory, outcome.word_count, now, job_ids
+        )
+        try:
+            with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id, job_id=job_ids[0]):
+                self._store.write_memory(write)
+        except ConditionFailed:
+            return False
+        self._record_history(tenant_id, user_id, state.generation, state.version + 1, memory, now, job_ids)
+        record_metric(MetricName.CONDENSATIONS_OK)
+        record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
+        logger.info(
+            "memory condensed",
+            extra={
+                "tenant_id": tenant_id,
+                "job_ids": job_ids,
+                "version": state.version + 1,
+                "llm_calls": outcome.llm_calls,
+            },
+        )
+        return True
+
+    def _record_history(
+        self,
+        tenant_id: str,
+        user_id: str,
+        generation: int,
+        version: int,
+        memory: str,
+        at: datetime,
+        job_ids: list[str],
+    ) -> None:
+        entry = HistoryVersion(version=version, memory=memory, updated_at=at, job_ids=job_ids)
+        try:
+            with self._tracing.span("s3.put_history", tenant_id=tenant_id, job_id=job_ids[0]):
+                self._archive.put_history(tenant_id, user_id, generation, entry)
+        except Exception:
+            logger.exception(
+                "history version not archived", extra={"tenant_id": tenant_id, "version": version}
+            )
+
+    def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
+        record_metric(MetricName.CONDENSATIONS_FAILED)
+        code = error.code if isinstance(error, ServiceError) else "llm_or_dependency_error"
+        failure = JobError(code=code, message=f"{type(error).__name__}: condensation failed")
+        for item in pending:
+            last_attempt = item.receive_count >= self._max_receive_count
+            # Until the last attempt the job stays queued (with the error) for SQS to redeliver.
+            status: JobStatus = "failed" if last_attempt else "queued"
+            self._store.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
+        logger.warning(
+            "condensation failed",
+            extra={"job_ids": [item.message.job_id for item in pending], "error_type": type(error).__name__},
+        )
+
+
+def _by_user(items: Sequence[QueuedItem]) -> list[list[QueuedItem]]:
+    """Group records per user, keeping arrival order inside each group."""
+    groups: dict[tuple[str, str], list[QueuedItem]] = {}
+    for item in items:
+        groups.setdefault((item.message.tenant_id, item.message.user_id), []).append(item)
+    return list(groups.values())
+
+
+def parse_records(records: Iterable[SQSRecord]) -> tuple[list[QueuedItem], dict[str, Exception]]:
+    """Queue records → items; a body that cannot be parsed fails (and ends in the DLQ)."""
+    items: list[QueuedItem] = []
+    failures: dict[str, Exception] = {}
+    for record in records:
+        try:
+            message = CondenseMessage.model_validate_json(record.body)
+        except ValidationError as error:
+            logger.error("unreadable queue message", extra={"message_id": record.message_id})
+            failures[record.message_id] = error
+            continue
+        receive_count = int(record.attributes.approximate_receive_count or 1)
+        items.append(
+            QueuedItem(record.message_id, message, receive_count, record.attributes.aws_trace_header)
+        )
+    return items, failures

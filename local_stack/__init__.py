@@ -1,0 +1,15 @@
+"""The local stack: the whole service on one machine, with no AWS account (DESIGN §6).
+
+- moto's server plays AWS (DynamoDB, S3, SQS, Secrets Manager), provisioned with the same
+  resources and settings as the CDK app (`aws.py`);
+- the real handlers run in this process, one "instance" per concurrent invocation, with a
+  Lambda-like context (`runtime.py`);
+- an HTTP server turns requests into API Gateway REST proxy events (`apigateway.py`);
+- a poller plays the condenser's SQS event source mapping (`event_source.py`).
+
+Run it with `python -m local_stack` (that is what `make dev` does).
+"""
+
+from local_stack.stack import LocalStack, StackOptions
+
+__all__ = ["LocalStack", "StackOptions"]

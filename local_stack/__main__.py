@@ -1,0 +1,136 @@
+"""`python -m local_stack` (what `make dev` runs): the service on 127.0.0.1 until Ctrl-C."""
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from local_stack.runtime import FunctionError
+from local_stack.stack import LocalStack, StackOptions
+
+DEFAULT_PORT = 3000
+READY_LINE = "Hippocampus local stack ready on {url}"
+
+
+def _default_port() -> int:
+    raw = os.getenv("MEMORY_LOCAL_PORT", "")  # noqa: TID251 - the entry point reads its own option
+    if not raw.strip():
+        return DEFAULT_PORT
+    try:
+        port = int(raw)
+    except ValueError:
+        sys.exit(f"MEMORY_LOCAL_PORT must be a port number, got {raw!r}")
+    if not 0 <= port <= 65535:
+        sys.exit(f"MEMORY_LOCAL_PORT must be between 0 and 65535, got {port}")
+    return port
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m local_stack",
+        description="Run Hippocampus on this machine: moto as AWS, the real handlers behind an API Gateway "
+        "emulation, and the SQS event source of the condenser.",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"API port on 127.0.0.1 (default: $MEMORY_LOCAL_PORT or {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument("--aws-port", type=int, default=0, help="moto's port (default: a free one)")
+    parser.add_argument("--stage", default="local", help="API Gateway stage name in the events (default: local)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="concurrent executions per function, as Lambda instances (default: 4)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no access log")
+    args = parser.parse_args(argv)
+    if args.port is None:
+        args.port = _default_port()
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    return args
+
+
+def _configure_logging(quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    stack_log = logging.getLogger("local_stack")
+    stack_log.addHandler(handler)
+    stack_log.setLevel(logging.INFO)
+    stack_log.propagate = False
+    if quiet:
+        logging.getLogger("local_stack.access").setLevel(logging.WARNING)
+
+
+def _provider_line(stack: LocalStack) -> str:
+    settings = stack.settings
+    assert settings is not None
+    provider = settings.provider
+    if provider == "offline":
+        return (
+            "LLM provider: offline (deterministic, no network; set OPENAI_API_KEY, optionally OPENAI_BASE_URL, "
+            "or MEMORY_LLM_PROVIDER to use a real model)"
+        )
+    if provider == "openai":
+        where = settings.openai_base_url or "api.openai.com"
+        return f"LLM provider: openai, model {settings.llm_model} at {where}"
+    return f"LLM provider: bedrock, model {settings.llm_model} (your AWS credentials, region {stack.resources and stack.resources.region})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    _configure_logging(args.quiet)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(130)  # a second Ctrl-C: stop now
+        stop.set()
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+    stack = LocalStack(
+        StackOptions(port=args.port, stage=args.stage, concurrency=args.concurrency, aws_port=args.aws_port)
+    )
+    try:
+        stack.start()
+    except OSError as exc:
+        print(f"local stack: cannot start: {exc} (is port {args.port} in use? try --port or MEMORY_LOCAL_PORT)", file=sys.stderr)
+        return 1
+    except FunctionError as exc:
+        print(f"local stack: a function failed to load: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a configuration error names the variable; no traceback needed
+        print(f"local stack: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+    url = stack.url
+    print(READY_LINE.format(url=url), flush=True)
+    print(f"AWS endpoint: {stack.aws_endpoint} (moto; any credentials, region {stack.resources and stack.resources.region})", flush=True)
+    print(_provider_line(stack), flush=True)
+    print("Try it:", flush=True)
+    print(
+        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory -H 'Content-Type: application/json' \\\n"
+        """    -d '{"items": [{"text": "My name is Alice and I sell handmade candles on Shopify."}]}'""",
+        flush=True,
+    )
+    print(f"  curl -s {url}/v1/tenants/acme/users/alice/memory", flush=True)
+    print("Press Ctrl-C to stop.", flush=True)
+
+    while not stop.wait(0.5):
+        pass
+    print("Stopping...", flush=True)
+    stack.stop()
+    print("Stopped.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

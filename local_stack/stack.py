@@ -1,0 +1,136 @@
+"""Start and stop the whole local stack: moto, the functions, API Gateway, the event source."""
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORE_LAYER = REPO_ROOT / "layers" / "core" / "python"
+for _path in (CORE_LAYER, REPO_ROOT):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from hippocampus.settings import Settings, load_settings  # noqa: E402 - needs the layer on sys.path
+
+from local_stack import defaults  # noqa: E402
+from local_stack.apigateway import ApiGateway, ApiServer  # noqa: E402
+from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret  # noqa: E402
+from local_stack.environment import aws_region, runtime_environment  # noqa: E402
+from local_stack.event_source import SqsEventSource  # noqa: E402
+from local_stack.runtime import FunctionSpec, LocalFunction  # noqa: E402
+
+log = logging.getLogger("local_stack")
+
+FUNCTIONS = ("get_memory", "ingest", "condenser")
+
+
+@dataclass
+class StackOptions:
+    port: int = 3000
+    aws_port: int = 0
+    stage: str = "local"
+    concurrency: int = 4
+    functions_dir: Path = REPO_ROOT / "functions"
+    # The user's environment; None: this process's environment.
+    environment: Mapping[str, str] | None = None
+    extra_environment: dict[str, str] = field(default_factory=dict)
+
+
+class LocalStack:
+    """The service on one machine. `start()` returns once `GET /v1/health` can be served."""
+
+    def __init__(self, options: StackOptions) -> None:
+        self.options = options
+        self.moto = MotoEndpoint(options.aws_port)
+        self.functions: dict[str, LocalFunction] = {}
+        self.resources: Resources | None = None
+        self.settings: Settings | None = None
+        self._api: ApiServer | None = None
+        self._event_source: SqsEventSource | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._api is not None, "start() first"
+        return f"http://{LOOPBACK}:{self._api.port}"
+
+    @property
+    def aws_endpoint(self) -> str:
+        return self.moto.url
+
+    def start(self) -> None:
+        user_env = dict(self.options.environment if self.options.environment is not None else os.environ)  # noqa: TID251 - the entry point reads the user's environment
+        user_env.update(self.options.extra_environment)
+        deployment = defaults.load()
+        region = aws_region(user_env)
+
+        endpoint = self.moto.start()
+        try:
+            self._start(user_env, deployment, region, endpoint)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(
+        self, user_env: dict[str, str], deployment: defaults.Deployment, region: str, endpoint: str
+    ) -> None:
+        self.resources = provision(endpoint, region, deployment.retention)
+        runtime = runtime_environment(user_env, self.resources, endpoint, deployment.function_environment)
+        # The functions read their configuration from the process environment, as in Lambda.
+        for name in runtime.unset:
+            os.environ.pop(name, None)  # noqa: TID251 - the local "Lambda runtime" sets the functions' environment
+        os.environ.update(runtime.set)  # noqa: TID251
+        self.settings = load_settings()  # fails fast, naming a bad variable, before anything is served
+
+        secret_name = user_env.get("MEMORY_LLM_API_KEY_SECRET")
+        api_key = user_env.get("OPENAI_API_KEY")
+        if secret_name and api_key:
+            seed_secret(endpoint, region, secret_name, api_key)
+        elif secret_name:
+            log.warning(
+                "MEMORY_LLM_API_KEY_SECRET=%s is not in the local Secrets Manager: set OPENAI_API_KEY too, "
+                "and the local stack stores it there",
+                secret_name,
+            )
+
+        for name in FUNCTIONS:
+            function = deployment.functions[name]
+            spec = FunctionSpec(
+                name=name,
+                handler_path=self.options.functions_dir / name / "handler.py",
+                timeout_s=function.timeout_s,
+                memory_mb=function.memory_mb,
+                region=region,
+            )
+            self.functions[name] = LocalFunction(spec, self.options.concurrency)
+        for function in self.functions.values():
+            function.warm_up()  # a broken handler fails now, with its traceback, not on the first request
+
+        gateway = ApiGateway(self._invoke_http, self.options.stage)
+        self._api = ApiServer(gateway, LOOPBACK, self.options.port)
+        self._event_source = SqsEventSource(
+            aws_client("sqs", endpoint, region),
+            queue_url=self.resources.queue_url,
+            queue_arn=self.resources.queue_arn,
+            region=region,
+            invoke=self.functions["condenser"].invoke,
+            concurrency=self.options.concurrency,
+        )
+        self._event_source.start()
+        self._api.start()
+
+    def _invoke_http(self, function: str, event: dict[str, Any]) -> Any:
+        return self.functions[function].invoke(event)
+
+    def stop(self) -> None:
+        """Stop accepting requests, finish the batches in flight, stop moto."""
+        if self._api is not None:
+            self._api.stop()
+            self._api = None
+        if self._event_source is not None:
+            self._event_source.stop()
+            self._event_source = None
+        self.moto.stop()

@@ -1,0 +1,110 @@
+"""The real openai SDK against a local OpenAI-compatible stub: request shape, parsing, timeout, retries."""
+
+import time
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from hippocampus.condense import SYSTEM_PROMPT, CondenseInput, Condenser
+from hippocampus.llm import make_provider
+from hippocampus.llm.offline import extract_blocks
+from hippocampus.llm.openai_provider import OpenAIProvider
+from hippocampus.settings import Settings
+from tests.support.openai_stub import OpenAIStub
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAIStub]:
+    with OpenAIStub(reply="Alice sells handmade candles.") as server:
+        yield server
+
+
+def provider_for(stub: OpenAIStub, timeout_s: float = 5.0, api_key: str = "sk-test") -> OpenAIProvider:
+    return OpenAIProvider(model="gpt-4o-mini", api_key=api_key, timeout_s=timeout_s, base_url=stub.base_url)
+
+
+def test_request_shape_and_parsing(stub: OpenAIStub) -> None:
+    result = provider_for(stub).complete("be brief", "merge these two notes")
+    request = stub.last_request
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert request.body["model"] == "gpt-4o-mini"
+    assert request.body["temperature"] == 0.1
+    assert request.messages == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "merge these two notes"},
+    ]
+    assert result.text == "Alice sells handmade candles."
+    assert (result.prompt_tokens, result.completion_tokens) == (6, 4)
+
+
+def test_timeout_is_enforced(stub: OpenAIStub) -> None:
+    stub.delay_s = 5.0
+    provider = provider_for(stub, timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        provider.complete("s", "p")
+    elapsed = time.monotonic() - started
+    assert elapsed < 3.0  # two attempts of 0.3 s plus one short back-off, far below the stub's 5 s
+    assert stub.call_count <= 2
+
+
+def test_server_error_is_retried_at_most_once(stub: OpenAIStub) -> None:
+    stub.fail_with(500)
+    with pytest.raises(openai.InternalServerError):
+        provider_for(stub).complete("s", "p")
+    assert stub.call_count == 2
+
+
+def test_one_failure_then_success(stub: OpenAIStub) -> None:
+    stub.fail_with(503, times=1)
+    assert provider_for(stub).complete("s", "p").text == "Alice sells handmade candles."
+    assert stub.call_count == 2
+
+
+def test_client_errors_are_not_retried(stub: OpenAIStub) -> None:
+    stub.fail_with(400)
+    with pytest.raises(openai.BadRequestError):
+        provider_for(stub).complete("s", "p")
+    assert stub.call_count == 1
+
+
+def test_scripted_replies_and_recovery(stub: OpenAIStub) -> None:
+    provider = provider_for(stub)
+    stub.script("first", "second")
+    assert [provider.complete("s", "p").text for _ in range(3)] == [
+        "first",
+        "second",
+        "Alice sells handmade candles.",
+    ]
+    stub.fail_with(500)
+    with pytest.raises(openai.InternalServerError):
+        provider.complete("s", "p")
+    stub.recover()
+    assert provider.complete("s", "p").text == "Alice sells handmade candles."
+
+
+def test_key_from_secret_reaches_the_server(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "MEMORY_LLM_PROVIDER", "MEMORY_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMORY_LLM_API_KEY_SECRET", "hippocampus/llm")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    provider = make_provider(Settings(), secret_reader=lambda name: '{"api_key": "sk-secret"}')
+    provider.complete("s", "p")
+    assert stub.last_request.headers["authorization"] == "Bearer sk-secret"
+
+
+def test_condenser_end_to_end_over_http(stub: OpenAIStub) -> None:
+    stub.set_reply(lambda body: '"Summary: Alice lives in Munich."')
+    condenser = Condenser(provider_for(stub), 50)
+    outcome = condenser.condense(
+        "Alice lives in Berlin.",
+        [CondenseInput(text="I moved to Munich."), CondenseInput(pairs=(("Thanks!", "Anytime."),))],
+    )
+    assert stub.call_count == 1
+    assert outcome.memory == "Alice lives in Munich." and outcome.changed
+    system, user = (message["content"] for message in stub.last_request.messages)
+    assert system == SYSTEM_PROMPT
+    new_content = "I moved to Munich.\n\nUser: Thanks!\nAssistant: Anytime."
+    assert extract_blocks(user) == ("Alice lives in Berlin.", new_content)

@@ -1,0 +1,158 @@
+"""Run the real handlers in-process against moto (`mock_aws`): API events, direct invokes, the SQS trigger."""
+
+import importlib.util
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hippocampus import routes
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+
+
+@dataclass
+class Context:
+    function_name: str = "test"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test"
+    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def load_handler(name: str) -> ModuleType:
+    """A fresh import of functions/<name>/handler.py (settings and clients are per process in Lambda)."""
+    spec = importlib.util.spec_from_file_location(
+        f"handler_{name}_{uuid.uuid4().hex}", ROOT / "functions" / name / "handler.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def api_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    raw_body: str | None = None,
+) -> dict[str, Any]:
+    route = routes.match(method, path)
+    resource = route.path if route else path
+    params = _path_params(resource, path)
+    text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": all_headers,
+        "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": params,
+        "stageVariables": None,
+        "requestContext": {
+            "requestId": uuid.uuid4().hex,
+            "stage": "v1",
+            "resourcePath": resource,
+            "httpMethod": method,
+            "path": "/prod" + path,
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": text,
+        "isBase64Encoded": False,
+    }
+
+
+def _path_params(template: str, path: str) -> dict[str, str] | None:
+    names = [part[1:-1] for part in template.split("/") if part.startswith("{")]
+    if not names:
+        return None
+    values = [p for t, p in zip(template.split("/"), path.split("/"), strict=False) if t.startswith("{")]
+    return dict(zip(names, values, strict=False))
+
+
+@dataclass
+class HttpResult:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+class Service:
+    """The three functions wired like the deployed stack: API → get_memory/ingest, queue → condenser."""
+
+    def __init__(self, queue_url: str, sqs: Any) -> None:
+        self.get_memory = load_handler("get_memory")
+        self.ingest = load_handler("ingest")
+        self.condenser = load_handler("condenser")
+        self._queue_url = queue_url
+        self._sqs = sqs
+
+    def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> HttpResult:
+        route = routes.match(method, path)
+        function = self.ingest if route and route.function == "ingest" else self.get_memory
+        response = function.lambda_handler(api_event(method, path, body, **kwargs), Context())
+        headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+        headers |= {k.lower(): ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()}
+        text = response.get("body") or ""
+        return HttpResult(response["statusCode"], headers, json.loads(text) if text else None)
+
+    def invoke(self, function: str, payload: dict[str, Any]) -> Any:
+        module = {"get_memory": self.get_memory, "ingest": self.ingest, "condenser": self.condenser}[function]
+        return module.lambda_handler(payload, Context())
+
+    def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        return self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=max_messages,
+            AttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+            VisibilityTimeout=0,
+        ).get("Messages", [])
+
+    def deliver(self, messages: list[dict[str, Any]], receive_count: int | None = None) -> set[str]:
+        """Give messages to the condenser like the event source mapping; return the failed ids."""
+        event = {"Records": [sqs_record(m, receive_count) for m in messages]}
+        result = self.condenser.lambda_handler(event, Context())
+        failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+        for message in messages:
+            if message["MessageId"] not in failed:
+                self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return failed
+
+    def drain(self, rounds: int = 20) -> int:
+        """Condense everything queued; return how many messages were delivered."""
+        delivered = 0
+        for _ in range(rounds):
+            messages = self.receive()
+            if not messages:
+                return delivered
+            delivered += len(messages)
+            self.deliver(messages)
+        return delivered
+
+
+def sqs_record(message: dict[str, Any], receive_count: int | None = None) -> dict[str, Any]:
+    attributes = dict(message.get("Attributes", {}))
+    if receive_count is not None:
+        attributes["ApproximateReceiveCount"] = str(receive_count)
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": attributes,
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:hippocampus-ingest.fifo",
+        "awsRegion": "us-east-1",
+    }

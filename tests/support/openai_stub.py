@@ -1,0 +1,238 @@
+"""A local OpenAI-compatible server (POST /v1/chat/completions) for tests that drive the real SDK.
+
+    with OpenAIStub(reply="Alice sells candles.") as stub:
+        client = OpenAI(api_key="k", base_url=stub.base_url)
+        stub.fail_with(500)      # every request fails until recover() (or `times` failures)
+        stub.script("a", "b")    # the next replies, in order, then the default reply again
+        stub.delay_s = 2.0       # slow answers, to exercise client timeouts
+
+Thread-safe: the server runs in a background thread and serves each request on its own thread.
+Run standalone with `python -m tests.support.openai_stub --port 8089`.
+"""
+
+import argparse
+import contextlib
+import functools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ReplyFunction = Callable[[dict[str, Any]], str]
+COMPLETIONS_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class StubRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class OpenAIStub:
+    def __init__(
+        self,
+        reply: str | ReplyFunction = "stub summary",
+        *,
+        delay_s: float = 0.0,
+        retry_after_ms: int | None = 10,
+        port: int = 0,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._reply: str | ReplyFunction = reply
+        self._script: deque[str] = deque()
+        self._requests: list[StubRequest] = []
+        self._fail_status: int | None = None
+        self._fail_times: int | None = None
+        self._stopping = threading.Event()
+        self.delay_s = delay_s
+        # Failures carry `retry-after-ms`, which the SDK honours: retries stay fast in tests.
+        self.retry_after_ms = retry_after_ms
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "OpenAIStub":
+        if self._thread is None:
+            # A short poll interval keeps stop() fast (the default is 0.5 s per test).
+            serve = functools.partial(self._server.serve_forever, poll_interval=0.02)
+            self._thread = threading.Thread(target=serve, name="openai-stub")
+            self._thread.daemon = True
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on `delay_s`
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "OpenAIStub":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- behaviour ---------------------------------------------------------------------------
+
+    def set_reply(self, reply: str | ReplyFunction) -> None:
+        """The default answer: fixed text, or a function of the request body."""
+        with self._lock:
+            self._reply = reply
+
+    def script(self, *replies: str) -> None:
+        """Answer the next requests with these texts, in order, before the default reply."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def fail_with(self, status: int = 500, times: int | None = None) -> None:
+        """Fail requests with `status`: the next `times` ones, or all until `recover()`."""
+        with self._lock:
+            self._fail_status, self._fail_times = status, times
+
+    def recover(self) -> None:
+        with self._lock:
+            self._fail_status, self._fail_times = None, None
+
+    def reset(self) -> None:
+        """Forget requests, scripts and failures (the default reply and delay stay)."""
+        with self._lock:
+            self._requests.clear()
+            self._script.clear()
+            self._fail_status, self._fail_times = None, None
+
+    # --- observation -------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[StubRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def call_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def last_request(self) -> StubRequest:
+        with self._lock:
+            return self._requests[-1]
+
+    # --- serving -----------------------------------------------------------------------------
+
+    def _record(self, request: StubRequest) -> tuple[int | None, str]:
+        """Register one request; return (failure status or None, answer text)."""
+        with self._lock:
+            self._requests.append(request)
+            if self._fail_status is not None:
+                status = self._fail_status
+                if self._fail_times is not None:
+                    self._fail_times -= 1
+                    if self._fail_times <= 0:
+                        self._fail_status, self._fail_times = None, None
+                return status, ""
+            if self._script:
+                return None, self._script.popleft()
+            reply = self._reply
+        return None, reply if isinstance(reply, str) else reply(request.body)
+
+    def _completion(self, body: dict[str, Any], text: str, number: int) -> dict[str, Any]:
+        prompt_words = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
+        return {
+            "id": f"chatcmpl-stub-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "stub"),
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_words,
+                "completion_tokens": _words(text),
+                "total_tokens": prompt_words + _words(text),
+            },
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.path.rstrip("/") != COMPLETIONS_PATH:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "malformed JSON", "type": "invalid_request_error"}})
+                    return
+                request = StubRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                status, text = stub._record(request)
+                if stub.delay_s and stub._stopping.wait(stub.delay_s):
+                    return  # shutting down
+                if status is not None:
+                    error = {"error": {"message": f"stub failure {status}", "type": "server_error"}}
+                    self._send(status, error, retry=True)
+                    return
+                self._send(200, stub._completion(body, text, stub.call_count))
+
+            def _send(self, status: int, payload: dict[str, Any], retry: bool = False) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    if retry and stub.retry_after_ms is not None:
+                        self.send_header("retry-after-ms", str(stub.retry_after_ms))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client gave up (timeout): nothing to answer
+
+        return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--reply", default="stub summary")
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    with OpenAIStub(args.reply, delay_s=args.delay, port=args.port) as stub:
+        print(f"OPENAI_BASE_URL={stub.base_url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
