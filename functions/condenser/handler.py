@@ -18,6 +18,9 @@ from hippocampus.observability import logger, metrics
 
 service = runtime.consolidation_service()  # validates settings and the prompt template at cold start
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+# Report every failure per record, an all-failed batch included (the FIFO processor takes no such
+# argument): the event source then retries exactly those records, and the invocation is no error.
+processor.raise_on_entire_batch_failure = False
 
 
 @logger.inject_lambda_context

@@ -1,0 +1,114 @@
+"""Storage: the memory table, the idempotency table and the archive bucket (plus its access-log bucket)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from hippocampus import schema
+from infra.config import DeploymentConfig
+from infra.nag import acknowledge
+
+ACCESS_LOG_RETENTION_DAYS = 90
+
+
+def removal_policy(config: DeploymentConfig) -> cdk.RemovalPolicy:
+    return cdk.RemovalPolicy.DESTROY if config.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
+
+
+class Storage(Construct):
+    """DynamoDB on demand with PITR and TTL; S3 with block-public-access, SSE, TLS-only, lifecycle.
+
+    Tables and buckets get generated names (surfaced as stack outputs): a table or bucket kept
+    by `removal_policy: retain` then never blocks a redeploy of the same stage.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig) -> None:
+        super().__init__(scope, construct_id)
+        removal = removal_policy(config)
+        destroy = config.removal_policy == "destroy"
+        pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
+
+        # Single-table design: memories, facts, jobs, history index (keys in hippocampus.schema).
+        self.table = dynamodb.Table(
+            self,
+            "MemoryTable",
+            partition_key=dynamodb.Attribute(name=schema.TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=pitr,
+            time_to_live_attribute=schema.TABLE_TTL_ATTRIBUTE,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=not destroy,
+            removal_policy=removal,
+        )
+
+        # Powertools idempotency records of the Idempotency-Key header (its default attribute names).
+        self.idempotency_table = dynamodb.Table(
+            self,
+            "IdempotencyTable",
+            partition_key=dynamodb.Attribute(
+                name=schema.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=pitr,
+            time_to_live_attribute=schema.IDEMPOTENCY_TTL_ATTRIBUTE,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=removal,
+        )
+
+        self.access_log_bucket = s3.Bucket(
+            self,
+            "AccessLogBucket",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[
+                s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(ACCESS_LOG_RETENTION_DAYS))
+            ],
+            removal_policy=removal,
+            auto_delete_objects=destroy,
+        )
+        acknowledge(
+            self.access_log_bucket,
+            "AwsSolutions-S1",
+            "This bucket is the server-access-log destination of the archive bucket; logging it into "
+            "another bucket would only move the finding one bucket further.",
+        )
+
+        # Raw payloads (raw/) and past memory versions (history/), each expired after its retention.
+        # Unversioned on purpose: DELETE must really erase a user's content, not keep old versions.
+        self.bucket = s3.Bucket(
+            self,
+            "ArchiveBucket",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=False,
+            server_access_logs_bucket=self.access_log_bucket,
+            server_access_logs_prefix="archive/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-raw",
+                    prefix=schema.RAW_PREFIX,
+                    expiration=cdk.Duration.days(config.raw_retention_days),
+                ),
+                s3.LifecycleRule(
+                    id="expire-history",
+                    prefix=schema.HISTORY_PREFIX,
+                    expiration=cdk.Duration.days(config.history_retention_days),
+                ),
+                s3.LifecycleRule(
+                    id="abort-incomplete-uploads",
+                    abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
+                ),
+            ],
+            removal_policy=removal,
+            auto_delete_objects=destroy,
+        )

@@ -1,0 +1,182 @@
+"""The condenser through its real handler: ordering, exactly-once, conflicts, deletes and failures."""
+
+import boto3
+import pytest
+
+from hippocampus.condense import NEW_CONTENT_BEGIN, NEW_CONTENT_END
+from hippocampus.ports import LlmResult
+
+USER = "/v1/tenants/acme/users/alice/memory"
+
+
+class FakeLlm:
+    """Answers with the new content appended to the old memory; hooks let a test act mid-call."""
+
+    name = "fake"
+
+    def __init__(self):
+        self.prompts: list[str] = []
+        self.during_call = None
+        self.error: Exception | None = None
+
+    def complete(self, system: str, prompt: str) -> LlmResult:
+        self.prompts.append(prompt)
+        if self.during_call:
+            hook, self.during_call = self.during_call, None
+            hook()
+        if self.error:
+            raise self.error
+        new = prompt.split(NEW_CONTENT_BEGIN, 1)[1].split(NEW_CONTENT_END, 1)[0].strip()
+        old = prompt.split("<<<OLD_MEMORY>>>", 1)[1].split("<<<END_OLD_MEMORY>>>", 1)[0].strip()
+        merged = " ".join(part for part in (old, new) if part)
+        return LlmResult(merged, prompt_tokens=len(prompt.split()), completion_tokens=len(merged.split()))
+
+
+@pytest.fixture
+def llm(monkeypatch):
+    import hippocampus.llm
+
+    fake = FakeLlm()
+    monkeypatch.setattr(hippocampus.llm, "make_provider", lambda settings, *a, **k: fake)
+    monkeypatch.setenv("MEMORY_MAX_WORDS", "200")
+    return fake
+
+
+def ingest(service, *texts, user="alice"):
+    items = [{"text": text} for text in texts]
+    response = service.call("POST", f"/v1/tenants/acme/users/{user}/memory", {"items": items})
+    assert response.status == 202, response.body
+    return [job["job_id"] for job in response.body["jobs"]]
+
+
+def job(service, job_id):
+    return service.call("GET", f"/v1/tenants/acme/jobs/{job_id}").body
+
+
+def memory(service, user="alice"):
+    return service.call("GET", f"/v1/tenants/acme/users/{user}/memory").body
+
+
+def test_chain_of_five_condensations_keeps_every_fact(service):
+    # The offline provider: deterministic, no network.
+    facts = ["Alice sells candles.", "Alice lives in Lisbon.", "Alice prefers email.",
+             "Alice uses Shopify.", "Alice plans a winter sale."]
+    for fact in facts:
+        ingest(service, fact)
+        service.drain()
+    summary = memory(service)["memory"]
+    assert memory(service)["version"] == 5
+    for word in ("candles", "Lisbon", "email", "Shopify", "winter"):
+        assert word in summary
+
+
+def test_one_llm_call_per_user_per_batch_in_order(service, llm):
+    ids = ingest(service, "First fact.", "Second fact.", "Third fact.")
+    ingest(service, "Bob fact.", user="bob")
+    service.drain()
+    assert len(llm.prompts) == 2
+    alice_prompt = next(p for p in llm.prompts if "First" in p)
+    assert alice_prompt.index("First") < alice_prompt.index("Second") < alice_prompt.index("Third")
+    assert memory(service)["version"] == 1
+    assert {job(service, i)["memory_version"] for i in ids} == {1}
+    assert "Bob" not in memory(service)["memory"] and "First" not in memory(service, "bob")["memory"]
+
+
+def test_redelivered_record_makes_no_second_llm_call(service, llm):
+    ingest(service, "Alice sells candles.")
+    messages = service.receive()
+    assert service.deliver(messages) == set()
+    assert service.deliver(messages) == set()  # SQS delivered it again
+    assert len(llm.prompts) == 1
+    assert memory(service)["version"] == 1
+    history = service.call("GET", USER + "/history").body["versions"]
+    assert len(history) == 1
+
+
+def test_concurrent_writer_loses_the_condition_and_retries(service, llm):
+    service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
+    ingest(service, "Alice opened a shop in Porto.")
+    # A manual edit lands while the LLM is thinking on version 1.
+    llm.during_call = lambda: service.call("PUT", USER, {"memory": "Alice sells soap.", "expected_version": 1})
+    service.drain()
+    assert len(llm.prompts) == 2  # condensed again on top of the winner
+    final = memory(service)
+    assert final["version"] == 3
+    assert "soap" in final["memory"] and "Porto" in final["memory"]
+
+
+def test_delete_during_condensation_brings_nothing_back(service, llm):
+    [job_id] = ingest(service, "Alice sells candles.")
+    llm.during_call = lambda: service.call("DELETE", USER)
+    service.drain()
+    assert memory(service)["memory"] is None
+    assert service.call("GET", USER + "/history").body == {"versions": []}
+    assert job(service, job_id)["status"] == "skipped"
+
+
+def test_items_queued_before_a_delete_are_skipped(service, llm):
+    [job_id] = ingest(service, "Alice sells candles.")
+    assert service.call("DELETE", USER).status == 204
+    service.drain()
+    assert llm.prompts == []
+    assert memory(service)["memory"] is None
+    assert job(service, job_id)["status"] == "skipped"
+
+
+def test_llm_failure_keeps_memory_and_fails_the_job_after_the_last_attempt(service, llm):
+    service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
+    [job_id] = ingest(service, "Alice moved to Porto.")
+    llm.error = TimeoutError("LLM timed out")
+    messages = service.receive()
+    assert service.deliver(messages, receive_count=1) == {messages[0]["MessageId"]}
+    retrying = job(service, job_id)
+    assert retrying["status"] == "queued" and retrying["error"]["code"]
+    assert service.deliver(messages, receive_count=5) == {messages[0]["MessageId"]}
+    failed = job(service, job_id)
+    assert failed["status"] == "failed" and failed["error"]["message"]
+    assert memory(service)["memory"] == "Alice sells candles." and memory(service)["version"] == 1
+
+
+def test_empty_llm_answer_never_wipes_memory(service, llm, monkeypatch):
+    service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
+    ingest(service, "Hello there!")
+    monkeypatch.setattr(llm, "complete", lambda system, prompt: LlmResult("   "))
+    service.drain()
+    assert memory(service)["memory"] == "Alice sells candles."
+
+
+def test_one_users_failure_does_not_block_another(service, llm):
+    ingest(service, "Alice fact.")
+    ingest(service, "Bob fact.", user="bob")
+    messages = service.receive()
+    original = llm.complete
+
+    def fail_for_alice(system, prompt):
+        if "Alice" in prompt:
+            raise ConnectionError("boom")
+        return original(system, prompt)
+
+    llm.complete = fail_for_alice
+    failed = service.deliver(messages)
+    assert len(failed) == 1
+    assert memory(service, "bob")["version"] == 1 and memory(service)["version"] == 0
+
+
+def test_unreadable_message_is_reported_failed(service, aws):
+    sqs = boto3.client("sqs")
+    sqs.send_message(QueueUrl=aws.queue_url, MessageBody="not json", MessageGroupId="g", MessageDeduplicationId="d")
+    messages = service.receive()
+    assert service.deliver(messages) == {messages[0]["MessageId"]}
+
+
+def test_failed_job_can_be_sent_again(service, llm):
+    item = {"id": "turn-7", "text": "Alice moved to Porto."}
+    [job_id] = [j["job_id"] for j in service.call("POST", USER, {"items": [item]}).body["jobs"]]
+    llm.error = TimeoutError("down")
+    service.deliver(service.receive(), receive_count=5)
+    assert job(service, job_id)["status"] == "failed"
+    llm.error = None
+    again = service.call("POST", USER, {"items": [item]}).body["jobs"][0]
+    assert again["job_id"] == job_id and again["status"] == "queued" and job(service, job_id)["status"] == "queued"
+    service.drain()
+    assert job(service, job_id)["status"] == "completed"
