@@ -1,26 +1,35 @@
-"""A small Lambda runtime: the real handler modules, invoked with a Lambda-like context.
+"""A small Lambda runtime: the real handler modules, each execution environment its own process.
 
-Lambda runs one event at a time per execution environment, and a handler module may keep
-per-invocation state in module globals (a Powertools batch processor does). So each
-function here is a pool of "instances": an instance is a separately imported copy of the
-handler module (a unique module name) with its own lock, created on demand (a cold start)
-up to the function's concurrency, and reused afterwards (warm). The domain package
-`hippocampus` is imported once per process, as a layer is shared within one environment.
+Lambda runs one event at a time per execution environment, and keeps everything a handler
+builds at import (settings, boto3 clients, the Powertools logger and batch processor) for
+the environment's lifetime. Here each function is a pool of worker processes:
+- a worker imports the handler once (the cold start) and then serves one event at a time;
+- a function scales to `concurrency` workers, created on demand and reused while warm;
+- the functions never share module state, as separate Lambda functions never do;
+- an invocation over the function's timeout kills its worker ("Task timed out"), and a
+  worker that dies is replaced on the next invocation.
+
+Workers are fresh interpreters (`local_stack.lambda_worker`) that inherit this process's
+environment, ignore Ctrl-C (the parent stops them) and exit when the parent goes away.
 """
 
-import importlib.util
+import contextlib
+import json
 import logging
+import socket
+import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT_ID = "123456789012"
+STOP_GRACE_S = 5.0
 log = logging.getLogger("local_stack.runtime")
 
 
@@ -38,7 +47,6 @@ class LambdaContext:
     log_stream_name: str = ""
     identity: Any = None
     client_context: Any = None
-    tenant_id: str | None = None
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.deadline_epoch_s - time.time()) * 1000))
@@ -51,113 +59,187 @@ class FunctionSpec:
     timeout_s: int
     memory_mb: int
     region: str
+    sys_path: tuple[str, ...] = ()
 
-
-@dataclass
-class _Instance:
-    module: ModuleType
-    handler: Callable[[dict[str, Any], LambdaContext], Any]
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    invocations: int = 0
+    @property
+    def function_name(self) -> str:
+        return f"hippocampus-local-{self.name}"
 
 
 class FunctionError(RuntimeError):
-    """The function could not be loaded, or raised: Lambda reports an unhandled error."""
+    """The invocation failed as Lambda reports it: an unhandled error, a timeout, a failed init."""
+
+
+# --- the parent side ------------------------------------------------------------------------------
+
+
+class _Worker:
+    """One execution environment: `python -m local_stack.lambda_worker`, talking over a socket pair."""
+
+    def __init__(self, spec: FunctionSpec, number: int) -> None:
+        parent_socket, child_socket = socket.socketpair()
+        self.number = number
+        arguments = json.dumps(
+            {
+                "name": spec.name,
+                "handler_path": str(spec.handler_path),
+                "sys_path": list(spec.sys_path),
+                "fd": child_socket.fileno(),
+            }
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "local_stack.lambda_worker", arguments],
+            cwd=REPO_ROOT,
+            pass_fds=(child_socket.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+        child_socket.close()
+        self.connection = Connection(parent_socket.detach())
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def wait_ready(self, timeout_s: float, name: str) -> float:
+        if not self.connection.poll(timeout_s):
+            self.kill()
+            raise FunctionError(f"{name}: init did not finish within {timeout_s:.0f} s")
+        try:
+            status, value = self.connection.recv()
+        except EOFError:
+            self.kill()
+            raise FunctionError(f"{name}: the runtime exited during init") from None
+        if status != "ready":
+            self.kill()
+            raise FunctionError(f"{name}: init failed: {value}")
+        return float(value)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.connection.send(None)
+        try:
+            self.process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.connection.close()
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(STOP_GRACE_S)
+        self.connection.close()
 
 
 class LocalFunction:
-    """One function: a pool of handler instances, at most `concurrency` in use at a time."""
+    """One function: up to `concurrency` execution environments, each serving one event at a time."""
 
     def __init__(self, spec: FunctionSpec, concurrency: int) -> None:
         self.spec = spec
-        self.arn = f"arn:aws:lambda:{spec.region}:{ACCOUNT_ID}:function:hippocampus-local-{spec.name}"
+        self.arn = f"arn:aws:lambda:{spec.region}:{ACCOUNT_ID}:function:{spec.function_name}"
         self._slots = threading.BoundedSemaphore(concurrency)
-        self._free: list[_Instance] = []
-        self._pool_lock = threading.Lock()
-        self._created = 0
-
-    @property
-    def instances(self) -> int:
-        return self._created
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._count = 0
+        self._closed = False
+        self.cold_starts = 0
+        self.invocations = 0
 
     def invoke(self, event: dict[str, Any]) -> Any:
-        """Run the handler on `event`; raise FunctionError when it fails as Lambda would report."""
+        """The handler's response to `event`; FunctionError when Lambda would report an error."""
         with self._slots:
-            instance = self._take()
+            worker = self._take()
+            healthy = False
             try:
-                with instance.lock:
-                    context = self._context()
-                    instance.invocations += 1
-                    started = time.monotonic()
-                    try:
-                        return instance.handler(event, context)
-                    except Exception as exc:
-                        log.exception("%s raised (request %s)", self.spec.name, context.aws_request_id)
-                        raise FunctionError(f"{type(exc).__name__}: {exc}") from exc
-                    finally:
-                        elapsed = time.monotonic() - started
-                        if elapsed > self.spec.timeout_s:
-                            log.warning(
-                                "%s took %.1f s, over its %d s timeout: Lambda would have stopped it",
-                                self.spec.name,
-                                elapsed,
-                                self.spec.timeout_s,
-                            )
+                result = self._run(worker, event)
+                healthy = True
+                return result
+            except FunctionError:
+                healthy = worker.alive()
+                raise
             finally:
-                with self._pool_lock:
-                    self._free.append(instance)
+                self._give_back(worker, healthy)
 
-    def warm_up(self) -> None:
-        """Load one instance now, so a broken handler fails at start-up rather than on a request."""
+    def warm_up(self) -> float:
+        """Start one environment now (so a broken handler fails at start-up); its init time in ms."""
         with self._slots:
-            instance = self._take()
-            with self._pool_lock:
-                self._free.append(instance)
+            worker, init_ms = self._start_worker()
+            self._give_back(worker, healthy=True)
+            return init_ms
 
-    def _take(self) -> _Instance:
-        with self._pool_lock:
-            if self._free:
-                return self._free.pop()
-            self._created += 1
-            number = self._created
-        try:
-            return self._load(number)
-        except BaseException:
-            with self._pool_lock:
-                self._created -= 1
-            raise
+    def stop(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers = list(self._all)
+            self._all.clear()
+            self._idle.clear()
+        for worker in workers:
+            worker.stop()
 
-    def _load(self, number: int) -> _Instance:
-        path = self.spec.handler_path
-        if not path.is_file():
-            raise FunctionError(f"{self.spec.name}: handler file {path} does not exist")
-        module_name = f"_hippocampus_local_{self.spec.name}_{number}"
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise FunctionError(f"{self.spec.name}: cannot import {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        started = time.monotonic()
+    def _run(self, worker: _Worker, event: dict[str, Any]) -> Any:
+        context = self._context()
+        self.invocations += 1
         try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:
-            sys.modules.pop(module_name, None)
-            log.exception("%s failed to initialise", self.spec.name)
-            raise FunctionError(f"{self.spec.name}: init failed: {type(exc).__name__}: {exc}") from exc
-        handler = getattr(module, "lambda_handler", None)
-        if not callable(handler):
-            raise FunctionError(f"{self.spec.name}: {path} has no callable lambda_handler")
-        log.debug("%s instance %d ready (init %.0f ms)", self.spec.name, number, (time.monotonic() - started) * 1e3)
-        return _Instance(module=module, handler=handler)
+            worker.connection.send((event, asdict(context)))
+        except (OSError, ValueError) as exc:
+            worker.kill()
+            raise FunctionError(f"{self.spec.name}: Runtime.ExitError ({exc})") from exc
+        if not worker.connection.poll(self.spec.timeout_s):
+            worker.kill()
+            log.error(
+                "%s: request %s: Task timed out after %d seconds",
+                self.spec.name,
+                context.aws_request_id,
+                self.spec.timeout_s,
+            )
+            raise FunctionError(f"{self.spec.name}: Task timed out after {self.spec.timeout_s} seconds")
+        try:
+            status, value = worker.connection.recv()
+        except (EOFError, OSError) as exc:
+            worker.kill()
+            log.error("%s: request %s: the runtime exited", self.spec.name, context.aws_request_id)
+            raise FunctionError(f"{self.spec.name}: Runtime.ExitError") from exc
+        if status == "ok":
+            return value
+        log.error("%s: request %s failed: %s", self.spec.name, context.aws_request_id, value)
+        raise FunctionError(f"{self.spec.name}: {value}")
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise FunctionError(f"{self.spec.name}: the local stack is stopping")
+            if self._idle:
+                return self._idle.pop()
+        worker, _ = self._start_worker()
+        return worker
+
+    def _start_worker(self) -> tuple[_Worker, float]:
+        with self._lock:
+            self._count += 1
+            number = self._count
+        worker = _Worker(self.spec, number)
+        init_ms = worker.wait_ready(max(self.spec.timeout_s, 30), self.spec.name)
+        self.cold_starts += 1
+        log.debug("%s: environment %d ready, init %.0f ms", self.spec.name, number, init_ms)
+        with self._lock:
+            self._all.add(worker)
+        return worker, init_ms
+
+    def _give_back(self, worker: _Worker, healthy: bool) -> None:
+        with self._lock:
+            if healthy and not self._closed:
+                self._idle.append(worker)
+                return
+            self._all.discard(worker)
+        worker.kill()
 
     def _context(self) -> LambdaContext:
-        request_id = str(uuid.uuid4())
         return LambdaContext(
-            function_name=f"hippocampus-local-{self.spec.name}",
+            function_name=self.spec.function_name,
             memory_limit_in_mb=self.spec.memory_mb,
             invoked_function_arn=self.arn,
-            aws_request_id=request_id,
+            aws_request_id=str(uuid.uuid4()),
             deadline_epoch_s=time.time() + self.spec.timeout_s,
-            log_group_name=f"/aws/lambda/hippocampus-local-{self.spec.name}",
+            log_group_name=f"/aws/lambda/{self.spec.function_name}",
             log_stream_name=time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex,
         )

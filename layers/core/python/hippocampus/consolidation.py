@@ -151,9 +151,9 @@ class ConsolidationService:
         if outcome.budget_cut:
             record_metric(MetricName.BUDGET_CUTS)
         now = self._clock()
-        memory = outcome.memory if outcome.changed and outcome.memory else state.memory
-        if memory is None:
-            # Nothing worth keeping and nothing kept so far: the jobs are done, no version is made.
+        memory = outcome.memory
+        if not outcome.changed or memory is None:
+            # Nothing worth keeping: the jobs are done and the current version stays.
             self._store.set_job_status(tenant_id, job_ids, "completed", memory_version=state.version)
             record_metric(MetricName.CONDENSATIONS_OK)
             return True

@@ -1,0 +1,350 @@
+"""Functions: one factory (`ServiceFunction`) for every Lambda function, the layers, and each role's grants."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from hippocampus import schema
+from infra.assets import BuiltAssets
+from infra.config import DeploymentConfig
+from infra.nag import acknowledge, logical_id
+from infra.queueing import Queueing
+from infra.storage import Storage, removal_policy
+
+FunctionName = Literal["get_memory", "ingest", "condenser"]
+
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
+HANDLER: Final = "handler.lambda_handler"
+
+_RETENTION: Final = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    2192: logs.RetentionDays.SIX_YEARS,
+    2557: logs.RetentionDays.SEVEN_YEARS,
+    2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+_APP_LOG_LEVEL: Final = {
+    "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
+    "INFO": lambda_.ApplicationLogLevel.INFO,
+    "WARNING": lambda_.ApplicationLogLevel.WARN,
+    "ERROR": lambda_.ApplicationLogLevel.ERROR,
+}
+
+# Geographic prefixes of Bedrock cross-region inference profile ids (us.anthropic.claude-…).
+_INFERENCE_PROFILE_PREFIXES: Final = ("us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.")
+
+
+def retention(days: int) -> logs.RetentionDays:
+    return _RETENTION[days]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: FunctionName
+    description: str
+    memory_mb: int
+    timeout_s: int
+    layers: tuple[str, ...]
+
+
+# The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
+FUNCTION_SPECS: Final = (
+    FunctionSpec(
+        "get_memory",
+        "Hippocampus read path: memory, history, jobs, health, OpenAPI (405 for other methods).",
+        memory_mb=1024,
+        timeout_s=10,
+        layers=("deps", "core"),
+    ),
+    FunctionSpec(
+        "ingest",
+        "Hippocampus write path: ingest items, replace or delete a memory, delete a fact.",
+        memory_mb=1024,
+        timeout_s=15,
+        layers=("deps", "core"),
+    ),
+    FunctionSpec(
+        "condenser",
+        "Hippocampus condenser: merges queued items into each user's memory with the LLM.",
+        memory_mb=512,
+        timeout_s=schema.CONDENSER_TIMEOUT_S,
+        layers=("deps", "llm", "core"),
+    ),
+)
+FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
+
+
+class ServiceFunction(Construct):
+    """The one way a function is built: its own role and log group, arm64/python3.13, traced, JSON logs."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: FunctionSpec,
+        config: DeploymentConfig,
+        code: lambda_.Code,
+        layers: Sequence[lambda_.ILayerVersion],
+        environment: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        function_name = f"{config.name_prefix}-{spec.name.replace('_', '-')}"
+        self.log_group = logs.LogGroup(
+            self,
+            "LogGroup",
+            retention=retention(config.log_retention_days),
+            removal_policy=removal_policy(config),
+        )
+        # No managed policy (AWSLambdaBasicExecutionRole would allow every log group): this role
+        # writes to its own log group only; grants below add what the function touches.
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of {function_name} (least privilege, one per function)",
+        )
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64
+            if config.architecture == "arm64"
+            else lambda_.Architecture.X86_64,
+            handler=HANDLER,
+            code=code,
+            layers=list(layers),
+            memory_size=spec.memory_mb,
+            timeout=cdk.Duration.seconds(spec.timeout_s),
+            tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=_APP_LOG_LEVEL[config.log_level],
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
+            environment=dict(environment),
+        )
+        if config.tracing:
+            acknowledge(
+                self.role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "Lambda active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
+                "which support no resource-level permissions (Resource '*' is the only valid value).",
+            )
+
+
+class Functions(Construct):
+    """The three functions, their layers, their environment and their least-privilege grants."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        assets: BuiltAssets,
+        storage: Storage,
+        queueing: Queueing,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        architecture = (
+            lambda_.Architecture.ARM_64 if config.architecture == "arm64" else lambda_.Architecture.X86_64
+        )
+        self.layers: dict[str, lambda_.LayerVersion] = {
+            name: lambda_.LayerVersion(
+                self,
+                f"{name.capitalize()}Layer",
+                layer_version_name=f"{config.name_prefix}-{name}",
+                description=f"Hippocampus {name} layer (python3.13, {config.architecture}, .pyc unchecked-hash)",
+                code=lambda_.Code.from_asset(str(path)),
+                compatible_runtimes=[RUNTIME],
+                compatible_architectures=[architecture],
+            )
+            for name, path in assets.layers.items()
+        }
+
+        environments = self._environments(config, storage, queueing)
+        self.by_name: dict[FunctionName, ServiceFunction] = {}
+        for spec in FUNCTION_SPECS:
+            self.by_name[spec.name] = ServiceFunction(
+                self,
+                "".join(part.capitalize() for part in spec.name.split("_")),
+                spec=spec,
+                config=config,
+                code=lambda_.Code.from_asset(str(assets.functions[spec.name])),
+                layers=[self.layers[name] for name in spec.layers],
+                environment=environments[spec.name],
+            )
+
+        self._grant_get_memory(storage)
+        self._grant_ingest(storage, queueing)
+        self._grant_condenser(storage, queueing)
+
+    @property
+    def get_memory(self) -> lambda_.Function:
+        return self.by_name["get_memory"].function
+
+    @property
+    def ingest(self) -> lambda_.Function:
+        return self.by_name["ingest"].function
+
+    @property
+    def condenser(self) -> lambda_.Function:
+        return self.by_name["condenser"].function
+
+    # ------------------------------------------------------------------ environment
+
+    @staticmethod
+    def _environments(
+        config: DeploymentConfig, storage: Storage, queueing: Queueing
+    ) -> dict[FunctionName, dict[str, str]]:
+        common = {
+            "MEMORY_TABLE_NAME": storage.table.table_name,
+            "MEMORY_BUCKET_NAME": storage.bucket.bucket_name,
+            "MEMORY_MAX_WORDS": str(config.max_words),
+            "MEMORY_TRACING": "xray" if config.tracing else "off",
+            "MEMORY_LOG_CONTENT": "false",
+            "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
+            "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": config.log_level,
+        }
+        if config.memory_ttl_days is not None:
+            common["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
+        ingest = {
+            **common,
+            "MEMORY_QUEUE_URL": queueing.queue.queue_url,
+            "MEMORY_IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name,
+        }
+        condenser = {
+            **common,
+            "MEMORY_LLM_PROVIDER": config.llm_provider,
+            "MEMORY_LLM_MODEL": config.resolved_llm_model,
+            "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
+        }
+        if config.llm_base_url:
+            condenser["OPENAI_BASE_URL"] = config.llm_base_url
+        secret_name = config.resolved_llm_secret_name
+        if secret_name:
+            # The secret's name, never its value: the condenser reads it at cold start (cached).
+            condenser["MEMORY_LLM_API_KEY_SECRET"] = secret_name
+        return {"get_memory": common, "ingest": ingest, "condenser": condenser}
+
+    # ------------------------------------------------------------------ grants
+
+    def _objects(self, role: iam.IRole, bucket: s3.IBucket, prefix: str, actions: Sequence[str]) -> None:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(actions), resources=[bucket.arn_for_objects(prefix + "*")])
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{logical_id(bucket)}.Arn>/{prefix}*]",
+            f"Object keys under {prefix} are per tenant, user and job, created at run time; the prefix "
+            f"is the narrowest ARN that covers them, and only {', '.join(actions)} is allowed there.",
+        )
+
+    @staticmethod
+    def _list(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in prefixes]}},
+            )
+        )
+
+    def _grant_get_memory(self, storage: Storage) -> None:
+        role = self.by_name["get_memory"].role
+        storage.table.grant_read_data(role)
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:GetObject"])
+        self._list(role, storage.bucket, [schema.HISTORY_PREFIX])
+
+    def _grant_ingest(self, storage: Storage, queueing: Queueing) -> None:
+        role = self.by_name["ingest"].role
+        storage.table.grant_read_write_data(role)
+        storage.idempotency_table.grant_read_write_data(role)
+        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
+        # DELETE of a user erases their history too.
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:DeleteObject"])
+        self._list(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
+        queueing.queue.grant_send_messages(role)
+
+    def _grant_condenser(self, storage: Storage, queueing: Queueing) -> None:
+        config = self._config
+        service_function = self.by_name["condenser"]
+        role = service_function.role
+        storage.table.grant_read_write_data(role)
+        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:GetObject"])
+        # The event source mapping grants the consume actions on this queue only.
+        service_function.function.add_event_source(
+            event_sources.SqsEventSource(
+                queueing.queue,
+                batch_size=schema.CONDENSER_BATCH_SIZE,
+                report_batch_item_failures=True,
+                max_concurrency=config.condenser_max_concurrency,
+            )
+        )
+        secret_name = config.resolved_llm_secret_name
+        if secret_name:
+            secret = secretsmanager.Secret.from_secret_name_v2(self, "LlmApiKeySecret", secret_name)
+            secret.grant_read(role)
+            self.llm_secret: secretsmanager.ISecret | None = secret
+        else:
+            self.llm_secret = None
+        if config.llm_provider == "bedrock":
+            self._grant_bedrock(role, config.resolved_llm_model)
+
+    def _grant_bedrock(self, role: iam.IRole, model: str) -> None:
+        """bedrock:InvokeModel (which also authorises the Converse API) on the configured model only."""
+        stack = cdk.Stack.of(self)
+        if model.startswith("arn:"):
+            resources = [model]
+        elif model.startswith(_INFERENCE_PROFILE_PREFIXES):
+            # A cross-region inference profile routes to the model in any region of its geography.
+            base_model = model.split(".", 1)[1]
+            profile = f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{model}"
+            regional = f"arn:{stack.partition}:bedrock:*::foundation-model/{base_model}"
+            resources = [profile, regional]
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base_model}]",
+                "A cross-region inference profile invokes the same foundation model in whichever region "
+                "of its geography has capacity; the model id stays fixed, only the region is open.",
+            )
+        else:
+            resources = [f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model}"]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources))
