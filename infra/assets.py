@@ -49,7 +49,9 @@ PLATFORM_TAGS: Final = {
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
 }
 
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".DS_Store", ".pytest_cache", ".mypy_cache")
+_IGNORED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.pyo", ".DS_Store", ".pytest_cache", ".mypy_cache"
+)
 
 
 class AssetBuildError(RuntimeError):
@@ -314,8 +316,12 @@ class BuiltAssets:
     functions: dict[str, Path]
 
 
-def build_all(architecture: str, functions: Sequence[str], functions_dir: Path = FUNCTIONS_DIR) -> BuiltAssets:
-    layers = {name: build_requirements_layer(layer, architecture) for name, layer in REQUIREMENT_LAYERS.items()}
+def build_all(
+    architecture: str, functions: Sequence[str], functions_dir: Path = FUNCTIONS_DIR
+) -> BuiltAssets:
+    layers = {
+        name: build_requirements_layer(layer, architecture) for name, layer in REQUIREMENT_LAYERS.items()
+    }
     layers["core"] = build_source_layer("core", CORE_PACKAGE_DIR)
     return BuiltAssets(
         layers=layers,

@@ -118,7 +118,9 @@ class DeploymentConfig(BaseModel):
                     raise _KeyError(key, "only applies when llm_provider is openai")
         # The condenser retries a too-long answer once: two calls must fit in its timeout.
         if self.llm_timeout_s * 2 >= CONDENSER_TIMEOUT_S:
-            raise _KeyError("llm_timeout_s", f"must be below {CONDENSER_TIMEOUT_S / 2:g} (half the condenser timeout)")
+            raise _KeyError(
+                "llm_timeout_s", f"must be below {CONDENSER_TIMEOUT_S / 2:g} (half the condenser timeout)"
+            )
         return self
 
     @property

@@ -156,6 +156,13 @@ class ServiceFunction(Construct):
             system_log_level_v2=lambda_.SystemLogLevel.INFO,
             environment=dict(environment),
         )
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            "python3.13 on purpose: the layers ship .pyc compiled by the runtime's own Python version "
+            "(no Docker), and the build environment compiles with python3.13; moving to a newer runtime "
+            "means rebuilding with that interpreter (infra/assets.py PYTHON_VERSION).",
+        )
         if config.tracing:
             acknowledge(
                 self.role,
@@ -296,7 +303,9 @@ class Functions(Construct):
         role = self.by_name["ingest"].role
         storage.table.grant_read_write_data(role)
         storage.idempotency_table.grant_read_write_data(role)
-        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
+        self._objects(
+            role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
+        )
         # DELETE of a user erases their history too.
         self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:DeleteObject"])
         self._list(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
@@ -336,7 +345,9 @@ class Functions(Construct):
         elif model.startswith(_INFERENCE_PROFILE_PREFIXES):
             # A cross-region inference profile routes to the model in any region of its geography.
             base_model = model.split(".", 1)[1]
-            profile = f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{model}"
+            profile = (
+                f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{model}"
+            )
             regional = f"arn:{stack.partition}:bedrock:*::foundation-model/{base_model}"
             resources = [profile, regional]
             acknowledge(
@@ -347,4 +358,6 @@ class Functions(Construct):
             )
         else:
             resources = [f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model}"]
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
+        )

@@ -42,5 +42,7 @@ class Queueing(Construct):
             enforce_ssl=True,
             visibility_timeout=cdk.Duration.seconds(schema.QUEUE_VISIBILITY_TIMEOUT_S),
             retention_period=cdk.Duration.days(schema.QUEUE_RETENTION_DAYS),
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=schema.DLQ_MAX_RECEIVE_COUNT),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dlq, max_receive_count=schema.DLQ_MAX_RECEIVE_COUNT
+            ),
         )

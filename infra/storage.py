@@ -35,7 +35,9 @@ class Storage(Construct):
         self.table = dynamodb.Table(
             self,
             "MemoryTable",
-            partition_key=dynamodb.Attribute(name=schema.TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(
+                name=schema.TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
             sort_key=dynamodb.Attribute(name=schema.TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=pitr,
@@ -68,7 +70,9 @@ class Storage(Construct):
             minimum_tls_version=1.2,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[
-                s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(ACCESS_LOG_RETENTION_DAYS))
+                s3.LifecycleRule(
+                    id="expire-access-logs", expiration=cdk.Duration.days(ACCESS_LOG_RETENTION_DAYS)
+                )
             ],
             removal_policy=removal,
             auto_delete_objects=destroy,

@@ -16,7 +16,7 @@ READY_LINE = "Hippocampus local stack ready on {url}"
 
 
 def _default_port() -> int:
-    raw = os.getenv("MEMORY_LOCAL_PORT", "")  # noqa: TID251 - the entry point reads its own option
+    raw = os.getenv("MEMORY_LOCAL_PORT", "")
     if not raw.strip():
         return DEFAULT_PORT
     try:
@@ -41,7 +41,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"API port on 127.0.0.1 (default: $MEMORY_LOCAL_PORT or {DEFAULT_PORT}; 0 picks a free one)",
     )
     parser.add_argument("--aws-port", type=int, default=0, help="moto's port (default: a free one)")
-    parser.add_argument("--stage", default="local", help="API Gateway stage name in the events (default: local)")
+    parser.add_argument(
+        "--stage", default="local", help="API Gateway stage name in the events (default: local)"
+    )
     parser.add_argument(
         "--concurrency",
         type=int,
@@ -102,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
     except OSError as exc:
-        print(f"local stack: cannot start: {exc} (is port {args.port} in use? try --port or MEMORY_LOCAL_PORT)", file=sys.stderr)
+        print(
+            f"local stack: cannot start: {exc} (is port {args.port} in use? try --port or MEMORY_LOCAL_PORT)",
+            file=sys.stderr,
+        )
         return 1
     except FunctionError as exc:
         print(f"local stack: a function failed to load: {exc}", file=sys.stderr)
@@ -113,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
 
     url = stack.url
     print(READY_LINE.format(url=url), flush=True)
-    print(f"AWS endpoint: {stack.aws_endpoint} (moto; any credentials, region {stack.resources and stack.resources.region})", flush=True)
+    print(
+        f"AWS endpoint: {stack.aws_endpoint} (moto; any credentials, region {stack.resources and stack.resources.region})",
+        flush=True,
+    )
     print(_provider_line(stack), flush=True)
     print("Try it:", flush=True)
     print(

@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hippocampus import routes
-
 from local_stack.runtime import ACCOUNT_ID, FunctionError
 
 # API Gateway accepts payloads up to 10 MB; a Lambda request payload is limited to 6 MB.
@@ -143,7 +142,7 @@ def build_event(request: HttpRequest, stage: str, now: float | None = None) -> t
         body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
 
     request_id = str(uuid.uuid4())
-    user_agent = headers.get(next((k for k in headers if k.lower() == "user-agent"), ""), None)
+    user_agent = headers.get(next((k for k in headers if k.lower() == "user-agent"), ""))
     event = {
         "resource": resource,
         "path": path,
@@ -221,7 +220,9 @@ def map_response(result: Any, request_id: str) -> HttpResponse:
     for name, values in multi.items():
         merged.extend((str(name), str(value)) for value in (values or []))
     multi_names = {str(name).lower() for name in multi}
-    merged.extend((str(name), str(value)) for name, value in single.items() if str(name).lower() not in multi_names)
+    merged.extend(
+        (str(name), str(value)) for name, value in single.items() if str(name).lower() not in multi_names
+    )
     names = {name.lower() for name, _ in merged}
     if "content-type" not in names:
         merged.append(("Content-Type", "application/json"))
@@ -233,7 +234,11 @@ def _gateway_error(status: HTTPStatus, message: str, request_id: str) -> HttpRes
     body = json.dumps({"message": message}).encode()
     return HttpResponse(
         status=int(status),
-        headers=[("Content-Type", "application/json"), ("x-amzn-RequestId", request_id), ("x-amzn-ErrorType", "InternalServerErrorException")],
+        headers=[
+            ("Content-Type", "application/json"),
+            ("x-amzn-RequestId", request_id),
+            ("x-amzn-ErrorType", "InternalServerErrorException"),
+        ],
         body=body,
     )
 
@@ -365,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD" and response.body:
             self.wfile.write(response.body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug(format, *args)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve

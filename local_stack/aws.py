@@ -207,9 +207,7 @@ def seed_secret(endpoint_url: str, region: str, name: str, value: str) -> None:
     secrets.create_secret(Name=name, SecretString=value)
 
 
-def _create_table(
-    dynamodb: Any, name: str, keys: list[tuple[str, str]], ttl_attribute: str
-) -> None:
+def _create_table(dynamodb: Any, name: str, keys: list[tuple[str, str]], ttl_attribute: str) -> None:
     dynamodb.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",

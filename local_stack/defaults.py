@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from hippocampus import schema
 from infra.config import DeploymentConfig, config_from_cdk_json
-
 from local_stack.aws import Retention
 
 # Lambda's defaults where the CDK app does not say otherwise (only the context's deadline uses them).

@@ -24,7 +24,6 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hippocampus.schema import CONDENSER_BATCH_SIZE
-
 from local_stack.runtime import FunctionError
 
 RETRY_VISIBILITY_S = 2
@@ -43,7 +42,8 @@ def sqs_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[
         "body": message["Body"],
         "attributes": dict(message.get("Attributes") or {}),
         "messageAttributes": {
-            name: _message_attribute(value) for name, value in (message.get("MessageAttributes") or {}).items()
+            name: _message_attribute(value)
+            for name, value in (message.get("MessageAttributes") or {}).items()
         },
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
@@ -197,7 +197,11 @@ class SqsEventSource:
         response = self._sqs.change_message_visibility_batch(
             QueueUrl=self._queue_url,
             Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self._retry_visibility_s}
+                {
+                    "Id": str(i),
+                    "ReceiptHandle": m["ReceiptHandle"],
+                    "VisibilityTimeout": self._retry_visibility_s,
+                }
                 for i, m in enumerate(messages)
             ],
         )

@@ -36,7 +36,7 @@ def _serve(connection: Connection, name: str, handler_path: Path) -> None:
     started = time.monotonic()
     try:
         handler = _load(name, handler_path)
-    except BaseException as exc:  # noqa: BLE001 - an init failure is reported, as Lambda's Runtime.ImportModuleError
+    except BaseException as exc:
         traceback.print_exc()
         connection.send(("init_error", f"{type(exc).__name__}: {exc}"))
         return
@@ -51,7 +51,7 @@ def _serve(connection: Connection, name: str, handler_path: Path) -> None:
         event, context_fields = message
         try:
             result = handler(event, LambdaContext(**context_fields))
-        except Exception as exc:  # noqa: BLE001 - an unhandled error goes back to the caller, as in Lambda
+        except Exception as exc:
             traceback.print_exc()
             reply: tuple[str, Any] = ("error", f"{type(exc).__name__}: {exc}")
         else:
@@ -60,12 +60,14 @@ def _serve(connection: Connection, name: str, handler_path: Path) -> None:
         sys.stderr.flush()
         try:
             connection.send(reply)
-        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be serialised
+        except Exception as exc:
             connection.send(("error", f"Runtime.MarshalError: {type(exc).__name__}: {exc}"))
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # Ctrl-C reaches the whole process group: the parent stops us
     arguments = json.loads(sys.argv[1])
     for entry in reversed(arguments["sys_path"]):
         if entry not in sys.path:

@@ -4,6 +4,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ for _path in (CORE_LAYER, REPO_ROOT):
         sys.path.insert(0, str(_path))
 
 from hippocampus.settings import Settings, load_settings  # noqa: E402 - needs the layer on sys.path
-
 from local_stack import defaults  # noqa: E402
 from local_stack.apigateway import ApiGateway, ApiServer  # noqa: E402
 from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret  # noqa: E402
@@ -104,10 +104,16 @@ class LocalStack:
                 timeout_s=function.timeout_s,
                 memory_mb=function.memory_mb,
                 region=region,
+                sys_path=(str(CORE_LAYER),),
             )
             self.functions[name] = LocalFunction(spec, self.options.concurrency)
-        for function in self.functions.values():
-            function.warm_up()  # a broken handler fails now, with its traceback, not on the first request
+        # One environment of each function now, in parallel: a broken handler fails at start-up with
+        # its traceback, and the first requests find warm environments.
+        with ThreadPoolExecutor(max_workers=len(self.functions)) as pool:
+            for name, init_ms in zip(
+                self.functions, pool.map(LocalFunction.warm_up, self.functions.values()), strict=True
+            ):
+                log.debug("%s initialised in %.0f ms", name, init_ms)
 
         gateway = ApiGateway(self._invoke_http, self.options.stage)
         self._api = ApiServer(gateway, LOOPBACK, self.options.port)
@@ -133,4 +139,6 @@ class LocalStack:
         if self._event_source is not None:
             self._event_source.stop()
             self._event_source = None
+        for function in self.functions.values():
+            function.stop()
         self.moto.stop()

@@ -16,7 +16,13 @@ def aws(monkeypatch):
         "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
     }.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORY_LLM_PROVIDER"):
+    for name in (
+        "AWS_ENDPOINT_URL",
+        "AWS_PROFILE",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MEMORY_LLM_PROVIDER",
+    ):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         resources = create_resources()

@@ -59,8 +59,13 @@ def memory(service, user="alice"):
 
 def test_chain_of_five_condensations_keeps_every_fact(service):
     # The offline provider: deterministic, no network.
-    facts = ["Alice sells candles.", "Alice lives in Lisbon.", "Alice prefers email.",
-             "Alice uses Shopify.", "Alice plans a winter sale."]
+    facts = [
+        "Alice sells candles.",
+        "Alice lives in Lisbon.",
+        "Alice prefers email.",
+        "Alice uses Shopify.",
+        "Alice plans a winter sale.",
+    ]
     for fact in facts:
         ingest(service, fact)
         service.drain()
@@ -97,7 +102,9 @@ def test_concurrent_writer_loses_the_condition_and_retries(service, llm):
     service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
     ingest(service, "Alice opened a shop in Porto.")
     # A manual edit lands while the LLM is thinking on version 1.
-    llm.during_call = lambda: service.call("PUT", USER, {"memory": "Alice sells soap.", "expected_version": 1})
+    llm.during_call = lambda: service.call(
+        "PUT", USER, {"memory": "Alice sells soap.", "expected_version": 1}
+    )
     service.drain()
     assert len(llm.prompts) == 2  # condensed again on top of the winner
     final = memory(service)
@@ -164,7 +171,9 @@ def test_one_users_failure_does_not_block_another(service, llm):
 
 def test_unreadable_message_is_reported_failed(service, aws):
     sqs = boto3.client("sqs")
-    sqs.send_message(QueueUrl=aws.queue_url, MessageBody="not json", MessageGroupId="g", MessageDeduplicationId="d")
+    sqs.send_message(
+        QueueUrl=aws.queue_url, MessageBody="not json", MessageGroupId="g", MessageDeduplicationId="d"
+    )
     messages = service.receive()
     assert service.deliver(messages) == {messages[0]["MessageId"]}
 
@@ -177,6 +186,10 @@ def test_failed_job_can_be_sent_again(service, llm):
     assert job(service, job_id)["status"] == "failed"
     llm.error = None
     again = service.call("POST", USER, {"items": [item]}).body["jobs"][0]
-    assert again["job_id"] == job_id and again["status"] == "queued" and job(service, job_id)["status"] == "queued"
+    assert (
+        again["job_id"] == job_id
+        and again["status"] == "queued"
+        and job(service, job_id)["status"] == "queued"
+    )
     service.drain()
     assert job(service, job_id)["status"] == "completed"

@@ -29,18 +29,30 @@ def test_empty_user_reads_as_version_zero(service):
     response = service.call("GET", USER)
     assert response.status == 200
     assert response.body == {
-        "tenant_id": "acme", "user_id": "alice", "memory": None, "version": 0,
-        "word_count": 0, "updated_at": None, "facts": [],
+        "tenant_id": "acme",
+        "user_id": "alice",
+        "memory": None,
+        "version": 0,
+        "word_count": 0,
+        "updated_at": None,
+        "facts": [],
     }
     assert response.headers["etag"] == '"0"'
 
 
 def test_ingest_condense_and_read(service):
-    accepted = ingest(service, [
-        {"id": "turn-1", "user_assistant_pairs": [{"user": "My name is Alice, I sell candles.", "assistant": "Nice!"}],
-         "user_name": "Alice", "metadata": {"channel": "web"}},
-        {"id": "pref_dark_mode", "text": "Prefers dark mode.", "infer": False},
-    ])
+    accepted = ingest(
+        service,
+        [
+            {
+                "id": "turn-1",
+                "user_assistant_pairs": [{"user": "My name is Alice, I sell candles.", "assistant": "Nice!"}],
+                "user_name": "Alice",
+                "metadata": {"channel": "web"},
+            },
+            {"id": "pref_dark_mode", "text": "Prefers dark mode.", "infer": False},
+        ],
+    )
     assert accepted.status == 202
     turn, fact = accepted.body["jobs"]
     assert turn["status"] == "queued" and turn["item_id"] == "turn-1"

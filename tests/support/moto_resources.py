@@ -1,7 +1,6 @@
 """The deployed resources, created inside `mock_aws` with the local stack's provisioning code."""
 
 from local_stack import aws as local_aws
-from local_stack.defaults import load as load_defaults
 
 
 def create_resources() -> local_aws.Resources:

@@ -10,6 +10,12 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.metrics.provider import cold_start
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
 from hippocampus.observability import (
     LAMBDA_TRACE_ENV,
     MetricName,
@@ -25,11 +31,6 @@ from hippocampus.observability import (
 )
 from hippocampus.schema import METRICS_NAMESPACE, SERVICE_NAME
 from hippocampus.settings import Settings
-from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
 
 REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "layers" / "core" / "python"

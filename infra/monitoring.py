@@ -1,0 +1,224 @@
+"""Monitoring: a CloudWatch dashboard, alarms, and an SNS topic with an optional e-mail subscription."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from hippocampus import schema
+from infra.config import DeploymentConfig
+from infra.nag import acknowledge
+
+PERIOD: Final = cdk.Duration.minutes(5)
+# Backlog alarm: the oldest queued item waits longer than this (condenser stuck or throttled).
+QUEUE_AGE_ALARM_S: Final = 900
+
+
+def service_metric(name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
+    """A metric the functions emit through Powertools Metrics (EMF): namespace + `service` dimension."""
+    return cloudwatch.Metric(
+        namespace=schema.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": schema.SERVICE_NAME},
+        statistic=statistic,
+        period=PERIOD,
+        label=label or name,
+    )
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        stage: apigw.Stage,
+        get_memory: lambda_.IFunction,
+        ingest: lambda_.IFunction,
+        condenser: lambda_.IFunction,
+        queue: sqs.IQueue,
+        dlq: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        prefix = config.name_prefix
+
+        self.topic = sns.Topic(
+            self, "AlarmTopic", display_name=f"Hippocampus {config.stage} alarms", enforce_ssl=True
+        )
+        acknowledge(
+            self.topic,
+            "AwsSolutions-SNS2",
+            "The topic carries alarm state changes only, never user content; CloudWatch cannot publish "
+            "to a topic encrypted with the AWS managed SNS key, and a customer key costs more than the "
+            "data is worth.",
+        )
+        if config.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+
+        api_5xx = stage.metric_server_error(period=PERIOD, statistic="Sum", label="API 5xx")
+        api_4xx = stage.metric_client_error(period=PERIOD, statistic="Sum", label="API 4xx")
+        api_count = stage.metric_count(period=PERIOD, statistic="Sum", label="Requests")
+        llm_latency_p90 = service_metric("LlmLatencyMs", "p90", "LLM latency p90 (ms)")
+        dlq_depth = dlq.metric_approximate_number_of_messages_visible(
+            period=cdk.Duration.minutes(1), statistic="Maximum", label="DLQ depth"
+        )
+        queue_age = queue.metric_approximate_age_of_oldest_message(
+            period=PERIOD, statistic="Maximum", label="Oldest queued item (s)"
+        )
+
+        self.alarms = [
+            self._alarm(
+                "DlqNotEmpty",
+                f"{prefix}-dlq-not-empty",
+                "An item failed condensation after every retry and is in the dead-letter queue.",
+                dlq_depth,
+                threshold=1,
+            ),
+            self._alarm(
+                "CondenserErrors",
+                f"{prefix}-condenser-errors",
+                "The condenser function failed (errors, not partial batch failures).",
+                condenser.metric_errors(period=PERIOD, statistic="Sum"),
+                threshold=1,
+            ),
+            self._alarm(
+                "Api5xx",
+                f"{prefix}-api-5xx",
+                "The API answered 5xx: a dependency or a function failed.",
+                api_5xx,
+                threshold=1,
+            ),
+            self._alarm(
+                "LlmLatency",
+                f"{prefix}-llm-latency",
+                f"LLM latency p90 above {config.llm_latency_alarm_ms} ms for 15 minutes.",
+                llm_latency_p90,
+                threshold=config.llm_latency_alarm_ms,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=3,
+            ),
+            self._alarm(
+                "QueueBacklog",
+                f"{prefix}-queue-backlog",
+                f"An ingested item has waited more than {QUEUE_AGE_ALARM_S} s to be condensed.",
+                queue_age,
+                threshold=QUEUE_AGE_ALARM_S,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            ),
+        ]
+
+        def fn_metrics(fn: lambda_.IFunction, label: str) -> list[cloudwatch.IMetric]:
+            return [
+                fn.metric_duration(period=PERIOD, statistic="p50", label=f"{label} p50"),
+                fn.metric_duration(period=PERIOD, statistic="p99", label=f"{label} p99"),
+            ]
+
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{prefix}-{cdk.Aws.REGION}",
+            default_interval=cdk.Duration.hours(3),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"# Hippocampus `{config.stage}`\nAPI, ingestion, condensation and LLM health.",
+                width=24,
+                height=2,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API latency (ms)",
+                left=[
+                    stage.metric_latency(period=PERIOD, statistic="p50", label="p50"),
+                    stage.metric_latency(period=PERIOD, statistic="p99", label="p99"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="API requests and errors", left=[api_count], right=[api_4xx, api_5xx], width=8
+            ),
+            cloudwatch.GraphWidget(
+                title="Ingest rate",
+                left=[service_metric("ItemsIngested", "Sum", "Items ingested")],
+                right=[ingest.metric_invocations(period=PERIOD, statistic="Sum", label="Ingest invocations")],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Function duration (ms)",
+                left=[*fn_metrics(get_memory, "get_memory"), *fn_metrics(ingest, "ingest")],
+                right=fn_metrics(condenser, "condenser"),
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Condenser errors and outcomes",
+                left=[
+                    condenser.metric_errors(period=PERIOD, statistic="Sum", label="Errors"),
+                    condenser.metric_throttles(period=PERIOD, statistic="Sum", label="Throttles"),
+                ],
+                right=[
+                    service_metric("CondensationsOk", "Sum", "Condensations ok"),
+                    service_metric("CondensationsFailed", "Sum", "Condensations failed"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(title="Queues", left=[dlq_depth], right=[queue_age], width=8),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="LLM latency (ms)",
+                left=[
+                    service_metric("LlmLatencyMs", "p50", "p50"),
+                    llm_latency_p90,
+                    service_metric("LlmLatencyMs", "p99", "p99"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="LLM tokens",
+                left=[
+                    service_metric("PromptTokens", "Sum", "Prompt tokens"),
+                    service_metric("CompletionTokens", "Sum", "Completion tokens"),
+                ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
+
+    def _alarm(
+        self,
+        construct_id: str,
+        name: str,
+        description: str,
+        metric: cloudwatch.IMetric,
+        *,
+        threshold: float,
+        comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluation_periods: int = 1,
+    ) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_name=name,
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=comparison,
+            evaluation_periods=evaluation_periods,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+        alarm.add_ok_action(cw_actions.SnsAction(self.topic))
+        return alarm

@@ -1,0 +1,94 @@
+"""The Hippocampus stack: storage, queueing, functions, API and monitoring, plus the fixed outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.api import Api
+from infra.assets import FUNCTIONS_DIR, build_all
+from infra.config import DeploymentConfig
+from infra.functions import FUNCTION_NAMES, Functions
+from infra.monitoring import Monitoring
+from infra.queueing import Queueing
+from infra.storage import Storage
+
+
+class HippocampusStack(cdk.Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        functions_dir: Path = FUNCTIONS_DIR,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"Hippocampus on AWS ({config.stage}): persistent per-user memory for LLM applications",
+            **kwargs,
+        )
+        self.config = config
+        assets = build_all(config.architecture, FUNCTION_NAMES, functions_dir)
+
+        self.storage = Storage(self, "Storage", config=config)
+        self.queueing = Queueing(self, "Queueing", config=config)
+        self.functions = Functions(
+            self, "Functions", config=config, assets=assets, storage=self.storage, queueing=self.queueing
+        )
+        self.api = Api(
+            self,
+            "Api",
+            config=config,
+            functions={"get_memory": self.functions.get_memory, "ingest": self.functions.ingest},
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            stage=self.api.rest_api.deployment_stage,
+            get_memory=self.functions.get_memory,
+            ingest=self.functions.ingest,
+            condenser=self.functions.condenser,
+            queue=self.queueing.queue,
+            dlq=self.queueing.dlq,
+        )
+        cdk.Tags.of(self).add("project", "hippocampus")
+        cdk.Tags.of(self).add("stage", config.stage)
+        self._outputs()
+
+    def grant_tenant_access(self, principal: iam.IGrantable, tenant_id: str) -> iam.Grant:
+        """Let `principal` call every route under `/v1/tenants/<tenant_id>/` of this stage, nothing else."""
+        return self.api.grant_tenant_access(principal, tenant_id)
+
+    def _outputs(self) -> None:
+        functions = self.functions
+        outputs: dict[str, tuple[str, str]] = {
+            "ApiUrl": (self.api.url, "Base URL of the API (routes start with v1/)"),
+            "GetMemoryFunctionName": (functions.get_memory.function_name, "Read function (direct invoke)"),
+            "GetMemoryFunctionArn": (functions.get_memory.function_arn, "Read function ARN"),
+            "IngestFunctionName": (functions.ingest.function_name, "Write function (direct invoke)"),
+            "IngestFunctionArn": (functions.ingest.function_arn, "Write function ARN"),
+            "CondenserFunctionName": (functions.condenser.function_name, "Condenser function"),
+            "CondenserFunctionArn": (functions.condenser.function_arn, "Condenser function ARN"),
+            "TableName": (self.storage.table.table_name, "Memory table"),
+            "IdempotencyTableName": (self.storage.idempotency_table.table_name, "Idempotency table"),
+            "BucketName": (self.storage.bucket.bucket_name, "Archive bucket (raw/ and history/)"),
+            "QueueName": (self.queueing.queue.queue_name, "Ingest FIFO queue"),
+            "QueueUrl": (self.queueing.queue.queue_url, "Ingest FIFO queue URL"),
+            "DlqName": (self.queueing.dlq.queue_name, "Dead-letter FIFO queue"),
+            "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
+        }
+        if functions.llm_secret is not None:
+            outputs["LlmSecretName"] = (
+                self.config.resolved_llm_secret_name or "",
+                "Secrets Manager secret the condenser reads the LLM API key from",
+            )
+        for key, (value, description) in outputs.items():
+            cdk.CfnOutput(self, key, value=value, description=description)

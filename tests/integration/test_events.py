@@ -1,0 +1,111 @@
+"""Every sample in events/ drives its function and gets the answer the contract promises."""
+
+import json
+
+import pytest
+
+from tests.support.lambda_harness import EVENTS, Context
+
+EXPECTED_STATUS = {
+    "api_get_health.json": ("get_memory", 200),
+    "api_get_openapi.json": ("get_memory", 200),
+    "api_get_memory.json": ("get_memory", 200),
+    "api_get_history.json": ("get_memory", 200),
+    "api_get_job.json": ("get_memory", 404),  # the sample's job id is unknown
+    "api_post_memory.json": ("ingest", 202),
+    "api_put_memory.json": ("ingest", 200),
+    "api_delete_memory.json": ("ingest", 204),
+    "api_delete_fact.json": ("ingest", 204),
+}
+
+EXPECTED_DIRECT = {
+    "invoke_get_memory.json": ("get_memory", lambda body: body["user_id"] == "alice" and "version" in body),
+    "invoke_get_history.json": ("get_memory", lambda body: "versions" in body),
+    "invoke_get_job.json": ("get_memory", lambda body: body["error"]["status"] == 404),
+    "invoke_ingest.json": (
+        "ingest",
+        lambda body: [j["item_id"] for j in body["jobs"]] == ["turn-42", "pref_dark_mode"],
+    ),
+    "invoke_put_memory.json": (
+        "ingest",
+        lambda body: body["version"] == 1 and body["memory"] == "Alice sells candles.",
+    ),
+    "invoke_delete_memory.json": ("ingest", lambda body: body == {}),
+    "invoke_delete_fact.json": ("ingest", lambda body: body == {}),
+}
+
+
+def load(name):
+    return json.loads((EVENTS / name).read_text())
+
+
+def test_every_sample_event_is_covered():
+    samples = {path.name for path in EVENTS.glob("*.json")}
+    assert samples == set(EXPECTED_STATUS) | set(EXPECTED_DIRECT) | {"sqs_condenser_batch.json"}
+
+
+@pytest.fixture
+def seeded(service):
+    """The user after the sample ingest: a fact `pref_dark_mode` and one queued turn."""
+    response = service.invoke("ingest", load("api_post_memory.json"))
+    assert response["statusCode"] == 202
+    return service
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STATUS))
+def test_api_sample(seeded, name):
+    function, status = EXPECTED_STATUS[name]
+    response = seeded.invoke(function, load(name))
+    assert response["statusCode"] == status, response["body"]
+    if status >= 400:
+        assert json.loads(response["body"])["error"]["status"] == status
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_DIRECT))
+def test_direct_invocation_sample(seeded, name):
+    function, check = EXPECTED_DIRECT[name]
+    assert check(seeded.invoke(function, load(name)))
+
+
+def test_sqs_sample(service):
+    result = service.invoke("condenser", load("sqs_condenser_batch.json"))
+    assert result == {"batchItemFailures": []}  # an unknown job is acknowledged, never retried
+
+
+def test_sample_ingest_then_condense_end_to_end(seeded):
+    assert seeded.drain() == 1
+    memory = seeded.invoke("get_memory", load("invoke_get_memory.json"))
+    assert memory["version"] == 1 and "candles" in memory["memory"]
+    assert [fact["id"] for fact in memory["facts"]] == ["pref_dark_mode"]
+
+
+def test_direct_invocation_errors_use_the_envelope(service):
+    wrong_function = service.invoke(
+        "get_memory", {"action": "ingest", "tenant_id": "acme", "user_id": "a", "items": []}
+    )
+    assert wrong_function["error"]["status"] == 400
+    missing_user = service.invoke("get_memory", {"action": "get_memory", "tenant_id": "acme"})
+    assert (
+        missing_user["error"]["status"] == 422 and missing_user["error"]["details"][0]["field"] == "user_id"
+    )
+    bad_item = service.invoke(
+        "ingest", {"action": "ingest", "tenant_id": "acme", "user_id": "a", "items": [{"text": ""}]}
+    )
+    assert bad_item["error"]["status"] == 422 and bad_item["error"]["details"][0]["field"].startswith(
+        "items[0].text"
+    )
+    unknown_action = service.invoke("ingest", {"action": "explode", "tenant_id": "acme"})
+    assert (
+        unknown_action["error"]["status"] == 422
+        and unknown_action["error"]["details"][0]["field"] == "action"
+    )
+    stale = service.invoke(
+        "ingest",
+        {"action": "put_memory", "tenant_id": "acme", "user_id": "a", "memory": "x", "expected_version": 4},
+    )
+    assert stale["error"]["code"] == "version_conflict"
+
+
+def test_handlers_accept_the_lambda_context(service):
+    # Powertools' logger reads these attributes; a direct invoke passes the real context.
+    assert service.get_memory.lambda_handler(load("invoke_get_memory.json"), Context())["version"] == 0
