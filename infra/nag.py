@@ -24,6 +24,8 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     """Acknowledge one finding on `scope` (and its children) with a reason specific to it."""
     if len(reason.strip()) < MIN_REASON_CHARS:
         raise ValueError(f"acknowledgment of {rule_id} needs a specific reason, got {reason!r}")
+    # The bare rule id (stored as "Annotation::<id>") is honoured both by synth-time validation and
+    # by `AwsSolutionsChecks.validate_scope`; the "AwsSolutions::<id>" form only by the former.
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
 
 

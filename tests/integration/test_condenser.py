@@ -193,3 +193,27 @@ def test_failed_job_can_be_sent_again(service, llm):
     )
     service.drain()
     assert job(service, job_id)["status"] == "completed"
+
+
+def test_custom_prompt_template_is_used(service, llm, monkeypatch):
+    from hippocampus import runtime
+
+    monkeypatch.setenv(
+        "MEMORY_CONDENSE_PROMPT",
+        "Keep {{MAX_WORDS}} words for {{USER_NAME}}.\n{{OLD_MEMORY}}\n{{NEW_CONTENT}}",
+    )
+    runtime.reset()
+    service.call("POST", USER, {"items": [{"text": "Alice sells candles.", "user_name": "Alice"}]})
+    service.drain()
+    assert llm.prompts[0].startswith("Keep 200 words for Alice.")
+
+
+def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
+    from hippocampus import runtime
+    from hippocampus.settings import ConfigurationError
+    from tests.support.lambda_harness import load_handler
+
+    monkeypatch.setenv("MEMORY_CONDENSE_PROMPT", "{{NEW_CONTENT}} {{MOOD}}")
+    runtime.reset()
+    with pytest.raises(ConfigurationError, match=r"MEMORY_CONDENSE_PROMPT.*MOOD"):
+        load_handler("condenser")
