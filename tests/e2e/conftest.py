@@ -1,0 +1,89 @@
+"""Fixtures of the end-to-end suite.
+
+One local stack (and one OpenAI stub as its LLM) per test session, i.e. per xdist worker:
+tests use their own tenants and users, and the tests that change the stub's behaviour
+restore it. With `MEMORY_API_URL` set, the suite runs against that deployed API instead and
+the tests that need the stub are skipped.
+"""
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, unique
+
+from tests.support.openai_stub import OpenAIStub
+
+REMOTE_URL = os.getenv("MEMORY_API_URL", "").strip()  # noqa: TID251 - the suite's own switch
+STUB_ONLY = "needs the local OpenAI stub (MEMORY_API_URL targets a deployed stack)"
+
+
+def _stack_environment(stub: OpenAIStub) -> dict[str, str]:
+    environment = {
+        name: value
+        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
+        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
+    }
+    environment.update(
+        {
+            "MEMORY_LLM_PROVIDER": "openai",
+            "OPENAI_BASE_URL": stub.base_url,
+            "OPENAI_API_KEY": "test",
+            "MEMORY_LLM_TIMEOUT_S": "5",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return environment
+
+
+@pytest.fixture(scope="session")
+def stub() -> Iterator[OpenAIStub | None]:
+    if REMOTE_URL:
+        yield None
+        return
+    with OpenAIStub(stub_reply) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_stack(stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackProcess | None]:
+    if stub is None:
+        yield None
+        return
+    process = LocalStackProcess(tmp_path_factory.mktemp("local_stack") / "stack.log", _stack_environment(stub))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="session")
+def api(local_stack: LocalStackProcess | None) -> Api:
+    if local_stack is None:
+        return Api(REMOTE_URL, auth=sigv4_auth(REMOTE_URL))
+    return Api(local_stack.url, diagnostics=lambda: "local stack log:\n" + local_stack.log_tail(40))
+
+
+@pytest.fixture
+def llm(stub: OpenAIStub | None) -> Iterator[OpenAIStub]:
+    """The stub LLM, restored after the test; skips the test against a deployed stack."""
+    if stub is None:
+        pytest.skip(STUB_ONLY)
+    stub.reset()
+    stub.delay_s = 0.0
+    try:
+        yield stub
+    finally:
+        stub.recover()
+        stub.delay_s = 0.0
+
+
+@pytest.fixture
+def tenant() -> str:
+    return unique("e2e")
+
+
+@pytest.fixture
+def user() -> str:
+    return unique("user")

@@ -1,0 +1,263 @@
+"""Helpers of the end-to-end suite: the local stack as a subprocess, an HTTP client, polling.
+
+The suite drives the service only over HTTP. Locally it starts `python -m local_stack --port 0`
+(the entry point of `make dev`) with the OpenAI stub as its LLM; with `MEMORY_API_URL` set it
+targets that deployed API instead and signs each request with SigV4.
+"""
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = re.compile(r"Hippocampus local stack ready on (http://\S+)")
+AWS_ENDPOINT = re.compile(r"AWS endpoint: (http://\S+)")
+MARKER = re.compile(r"\bzq[0-9a-f]{8}\b")
+TERMINAL = frozenset({"completed", "failed", "skipped"})
+# Generous deadlines for async effects: an item is picked up within 1 s locally, a deployed
+# stack adds cold starts; the deadline only bounds a failure, it asserts no speed.
+ASYNC_DEADLINE_S = 30.0
+
+T = TypeVar("T")
+
+
+def marker() -> str:
+    """A word no LLM prompt contains by chance; the stub keeps every marker it is shown."""
+    return "zq" + secrets.token_hex(4)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def wait_for(
+    probe: Callable[[], T | None],
+    timeout_s: float = ASYNC_DEADLINE_S,
+    interval_s: float = 0.1,
+    what: str = "condition",
+    diagnostics: Callable[[], str] | None = None,
+) -> T:
+    """Poll `probe` until it returns something truthy; fail with `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    last: T | None = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            extra = f"\n{diagnostics()}" if diagnostics else ""
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last value: {last!r}{extra}")
+        time.sleep(interval_s)
+
+
+class LocalStackProcess:
+    """`python -m local_stack --port 0` in its own process group, its output in a log file."""
+
+    def __init__(self, log_path: Path, environment: dict[str, str], concurrency: int = 3) -> None:
+        self.log_path = log_path
+        self.environment = environment
+        self.concurrency = concurrency
+        self.url = ""
+        self.aws_endpoint = ""
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 90.0) -> "LocalStackProcess":
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "local_stack", "--port", "0", "--concurrency", str(self.concurrency)],
+                cwd=ROOT,
+                env=self.environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = self.log_path.read_text(errors="replace")
+            ready, endpoint = READY.search(text), AWS_ENDPOINT.search(text)
+            if ready and endpoint:
+                self.url, self.aws_endpoint = ready.group(1), endpoint.group(1)
+                return self
+            if self._process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the local stack did not start:\n{self.log_tail(60)}")
+
+    def stop(self) -> int | None:
+        """SIGTERM (what Ctrl-C does), then wait; the exit code, or None if it had to be killed."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return process.returncode if process else None
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+            return None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def sigv4_auth(base_url: str) -> Any:
+    """SigV4 for execute-api, with the credentials and region of the environment."""
+    from aws_requests_auth.boto_utils import BotoAWSRequestsAuth
+
+    host = urlsplit(base_url).netloc
+    match = re.search(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", host)
+    region = (
+        match.group(1)
+        if match
+        else os.getenv("AWS_REGION") or os.getenv("AWS_DEFAULT_REGION") or "us-east-1"  # noqa: TID251
+    )
+    return BotoAWSRequestsAuth(aws_host=host, aws_region=region, aws_service="execute-api")
+
+
+class Api:
+    """A small client of the HTTP API: raw responses, plus helpers for the common calls."""
+
+    def __init__(self, base_url: str, auth: Any = None, diagnostics: Callable[[], str] | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.auth = auth
+        self.diagnostics = diagnostics
+        self.session = requests.Session()
+
+    @property
+    def remote(self) -> bool:
+        return self.auth is not None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        data: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> requests.Response:
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if json is not None or data is not None:
+            all_headers.setdefault("Content-Type", "application/json")
+        return self.session.request(
+            method,
+            self.base_url + path,
+            json=json,
+            data=data,
+            headers=all_headers,
+            params=params,
+            auth=self.auth,
+            timeout=60,
+        )
+
+    # --- paths ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def memory_path(tenant: str, user: str) -> str:
+        return f"/v1/tenants/{tenant}/users/{user}/memory"
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def ingest(
+        self, tenant: str, user: str, items: list[dict[str, Any]], headers: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        response = self.request("POST", self.memory_path(tenant, user), json={"items": items}, headers=headers)
+        assert response.status_code == 202, response.text
+        jobs: list[dict[str, Any]] = response.json()["jobs"]
+        assert len(jobs) == len(items)
+        return jobs
+
+    def memory(self, tenant: str, user: str) -> dict[str, Any]:
+        response = self.request("GET", self.memory_path(tenant, user))
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        assert response.headers.get("ETag") == f'"{body["version"]}"'
+        return body
+
+    def job(self, tenant: str, job_id: str) -> dict[str, Any]:
+        response = self.request("GET", f"/v1/tenants/{tenant}/jobs/{job_id}")
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def history(self, tenant: str, user: str, limit: int | None = None) -> list[dict[str, Any]]:
+        params = {"limit": limit} if limit is not None else None
+        response = self.request("GET", self.memory_path(tenant, user) + "/history", params=params)
+        assert response.status_code == 200, response.text
+        versions: list[dict[str, Any]] = response.json()["versions"]
+        return versions
+
+    def wait_job(
+        self, tenant: str, job_id: str, statuses: frozenset[str] = TERMINAL, timeout_s: float = ASYNC_DEADLINE_S
+    ) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            job = self.job(tenant, job_id)
+            return job if job["status"] in statuses else None
+
+        return wait_for(probe, timeout_s, what=f"job {job_id} to be {sorted(statuses)}", diagnostics=self.diagnostics)
+
+    def wait_completed(self, tenant: str, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        done = [self.wait_job(tenant, job["job_id"]) for job in jobs]
+        for job in done:
+            assert job["status"] == "completed", job
+        return done
+
+
+def assert_envelope(response: requests.Response, status: int, code: str | None = None) -> dict[str, Any]:
+    """The error envelope of DESIGN §2, with the HTTP status repeated inside."""
+    assert response.status_code == status, f"{response.status_code}: {response.text}"
+    assert response.headers.get("Content-Type", "").startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error: dict[str, Any] = body["error"]
+    assert error["status"] == status, body
+    assert re.fullmatch(r"[a-z][a-z0-9_]*", error["code"]), body
+    assert isinstance(error["message"], str) and error["message"], body
+    assert isinstance(error["details"], list), body
+    if code is not None:
+        assert error["code"] == code, body
+    return error
+
+
+def stub_reply(body: dict[str, Any]) -> str:
+    """The stub LLM's answer: every marker of the prompt (old memory and new content), in order.
+
+    A condensation therefore keeps all markers it was shown, which makes lost updates, lost
+    items and cross-user leaks visible in the stored memory. `LONGANSWER` in the content asks
+    for an answer far over the word budget.
+    """
+    prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user")
+    if "LONGANSWER" in prompt:
+        return "This answer ignores the word budget. " + " ".join(["filler"] * 300) + "."
+    markers = list(dict.fromkeys(MARKER.findall(prompt)))
+    return ("Remembered: " + " ".join(markers) + ".") if markers else "Nothing worth keeping."
+
+
+def stub_calls_with(stub: Any, *words: str) -> int:
+    """How many LLM requests the stub received that mention any of `words`."""
+    count = 0
+    for request in stub.requests:
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        if any(word in text for word in words):
+            count += 1
+    return count
