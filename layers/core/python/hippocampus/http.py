@@ -7,12 +7,15 @@ Every error a caller sees, from Powertools validation to a failing dependency, l
 import base64
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
@@ -28,11 +31,15 @@ from hippocampus.errors import (
     ServiceError,
     ValidationFailed,
 )
-from hippocampus.models import MAX_BODY_BYTES, DirectInvocation, ErrorEnvelope
-from hippocampus.observability import logger
+from hippocampus.models import IDENTIFIER_PATTERN, MAX_BODY_BYTES, DirectInvocation, ErrorEnvelope
+from hippocampus.observability import logger, metrics
+from hippocampus.settings import get_settings
 
 JSON = dict[str, Any]
 DirectAction = Callable[[DirectInvocation, LambdaContext], JSON | None]
+
+TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
+UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
 
 ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     status: {
@@ -161,6 +168,22 @@ def handle(
             "isBase64Encoded": False,
         }
     return app.resolve(event, context)
+
+
+def api_function(
+    router: APIGatewayRouter, actions: Mapping[str, DirectAction]
+) -> Callable[[JSON, LambdaContext], JSON]:
+    """The Lambda entry point of an API function: its routes, its direct actions, logs and metrics."""
+    get_settings()  # a bad configuration fails the cold start, naming the variable
+    app = build_resolver()
+    app.include_router(router)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+    @metrics.log_metrics
+    def lambda_handler(event: JSON, context: LambdaContext) -> JSON:
+        return handle(app, event, context, actions)
+
+    return lambda_handler
 
 
 def invoke_direct(event: JSON, context: LambdaContext, actions: Mapping[str, DirectAction]) -> JSON:

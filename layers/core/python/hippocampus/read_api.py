@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hippocampus import runtime
-from hippocampus.http import ERROR_RESPONSES, DirectAction, require
+from hippocampus.http import ERROR_RESPONSES, DirectAction, TenantId, UserId, require
 from hippocampus.models import (
     DEFAULT_HISTORY_LIMIT,
     IDENTIFIER_PATTERN,
@@ -23,8 +23,6 @@ from hippocampus.routes import MEMORY_PATH, TENANT_PREFIX, powertools_path
 
 router = APIGatewayRouter()
 
-TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
-UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
 JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identifier")]
 Limit = Annotated[int, Query(ge=1, le=MAX_HISTORY_LIMIT, description="Versions to return, newest first")]
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hippocampus import runtime
 from hippocampus.errors import DependencyUnavailable, IdempotencyConflict, ValidationFailed
-from hippocampus.http import ERROR_RESPONSES, DirectAction, require
+from hippocampus.http import ERROR_RESPONSES, DirectAction, TenantId, UserId, require
 from hippocampus.models import (
     IDENTIFIER_PATTERN,
     DirectInvocation,
@@ -27,8 +27,6 @@ from hippocampus.settings import get_settings
 
 router = APIGatewayRouter()
 
-TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
-UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
 IdempotencyKey = Annotated[
     str | None,
