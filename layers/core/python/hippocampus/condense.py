@@ -5,12 +5,12 @@ retry, then a cut at a sentence boundary) and never replaces a memory with nothi
 """
 
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
 from hippocampus.models import IngestItem
+from hippocampus.observability import logger
 from hippocampus.ports import LlmProvider, LlmResult, Tracing
 from hippocampus.settings import ConfigurationError, Settings
 
@@ -66,18 +66,6 @@ FIRMER_INSTRUCTION = (
     "details, and reply with the summary only."
 )
 
-# Metric names emitted through the optional hook (CloudWatch EMF via Powertools in the condenser).
-METRIC_LLM_CALLS = "LlmCalls"
-METRIC_LLM_LATENCY = "LlmLatency"
-METRIC_PROMPT_TOKENS = "LlmPromptTokens"
-METRIC_COMPLETION_TOKENS = "LlmCompletionTokens"
-METRIC_BUDGET_RETRIES = "BudgetRetries"
-METRIC_BUDGET_CUTS = "BudgetCuts"
-METRIC_EMPTY_ANSWERS = "EmptyAnswers"
-
-MetricHook = Callable[[str, float, str], None]
-"""(name, value, unit) — unit is a CloudWatch unit name such as "Count" or "Milliseconds"."""
-LogHook = Callable[[str, Mapping[str, object]], None]
 """(event, fields) — fields never carry user content unless `log_content` is on."""
 
 
@@ -263,8 +251,6 @@ class Condenser:
         max_words: int,
         template: PromptTemplate | None = None,
         *,
-        metric: MetricHook | None = None,
-        log: LogHook | None = None,
         tracing: Tracing | None = None,
         log_content: bool = False,
     ) -> None:
@@ -273,8 +259,6 @@ class Condenser:
         self.provider = provider
         self.max_words = max_words
         self.template = template or PromptTemplate.built_in()
-        self._metric = metric
-        self._log = log
         self._tracing = tracing
         self._log_content = log_content
 
@@ -296,13 +280,11 @@ class Condenser:
         tokens = (first.prompt_tokens, first.completion_tokens)
         answer = clean_answer(first.text)
         if not answer:
-            self._emit(METRIC_EMPTY_ANSWERS, 1)
             self._event("condense.empty_answer", {"llm_calls": 1})
             return self._keep(old_memory, calls=1, tokens=tokens)
         if count_words(answer) <= self.max_words:
             return self._done(old_memory, answer, calls=1, tokens=tokens, retried=False)
 
-        self._emit(METRIC_BUDGET_RETRIES, 1)
         self._event("condense.budget_retry", {"words": count_words(answer), "max_words": self.max_words})
         firmer = FIRMER_INSTRUCTION.format(words=count_words(answer), max_words=self.max_words)
         second = self._call(prompt + firmer)
@@ -316,31 +298,13 @@ class Condenser:
     ) -> CondenseOutcome:
         memory, cut = fit_budget(answer, self.max_words)
         if cut:
-            self._emit(METRIC_BUDGET_CUTS, 1)
             self._event("condense.budget_cut", {"words": count_words(answer), "max_words": self.max_words})
-        return CondenseOutcome(
-            memory=memory,
-            word_count=count_words(memory),
-            llm_calls=calls,
-            budget_cut=cut,
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
-            changed=memory != (old or "").strip(),
-            retried=retried,
-        )
+        return _outcome(memory, cut, calls, tokens, changed=memory != (old or "").strip(), retried=retried)
 
     def _keep(self, old: str | None, *, calls: int, tokens: tuple[int, int]) -> CondenseOutcome:
         """Keep the old memory; still hold it to the budget (max_words may have been lowered)."""
         memory, cut = fit_budget(old.strip(), self.max_words) if old and old.strip() else (old, False)
-        return CondenseOutcome(
-            memory=memory,
-            word_count=count_words(memory),
-            llm_calls=calls,
-            budget_cut=cut,
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
-            changed=cut,
-        )
+        return _outcome(memory, cut, calls, tokens, changed=cut)
 
     def _call(self, prompt: str) -> LlmResult:
         span = (
@@ -349,20 +313,32 @@ class Condenser:
             else nullcontext()
         )
         with span:
-            started = time.perf_counter()
             result = self.provider.complete(SYSTEM_PROMPT, prompt)
-        self._emit(METRIC_LLM_LATENCY, (time.perf_counter() - started) * 1000, "Milliseconds")
-        self._emit(METRIC_LLM_CALLS, 1)
-        self._emit(METRIC_PROMPT_TOKENS, result.prompt_tokens)
-        self._emit(METRIC_COMPLETION_TOKENS, result.completion_tokens)
         if self._log_content:
             self._event("condense.llm_answer", {"answer": result.text})
         return result
 
-    def _emit(self, name: str, value: float, unit: str = "Count") -> None:
-        if self._metric:
-            self._metric(name, value, unit)
-
     def _event(self, event: str, fields: Mapping[str, object]) -> None:
-        if self._log:
-            self._log(event, {"provider": self.provider.name, **fields})
+        # Ids and counts only; the answer itself is added solely under MEMORY_LOG_CONTENT=true.
+        logger.info(event, extra={"provider": self.provider.name, **fields})
+
+
+def _outcome(
+    memory: str | None,
+    cut: bool,
+    calls: int,
+    tokens: tuple[int, int],
+    *,
+    changed: bool,
+    retried: bool = False,
+) -> CondenseOutcome:
+    return CondenseOutcome(
+        memory=memory,
+        word_count=count_words(memory),
+        llm_calls=calls,
+        budget_cut=cut,
+        prompt_tokens=tokens[0],
+        completion_tokens=tokens[1],
+        changed=changed,
+        retried=retried,
+    )
