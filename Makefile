@@ -38,7 +38,8 @@ synth: venv
 	CDK_OUTDIR=cdk.out $(BIN)/python app.py
 
 deploy: venv
-	npx --yes aws-cdk@$(CDK_CLI_VERSION) deploy --app "$(BIN)/python app.py" --require-approval broadening
+	npx --yes aws-cdk@$(CDK_CLI_VERSION) deploy --all --app "$(BIN)/python app.py" --output cdk.out \
+		--require-approval broadening $(CDK_ARGS)
 
 bench: venv
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script" || exit 1; done

@@ -19,7 +19,7 @@ from hippocampus.models import IDENTIFIER_PATTERN
 from hippocampus.routes import ROUTES, TENANT_PREFIX
 from infra.config import DeploymentConfig
 from infra.functions import retention
-from infra.nag import acknowledge
+from infra.nag import acknowledge, nag_text
 from infra.storage import removal_policy
 
 # Optional headers and query strings a route reads (the request validator checks parameters only:
@@ -81,11 +81,8 @@ GATEWAY_ERRORS: Final = (
 def error_template(error: GatewayError) -> str:
     """The body template: the envelope with the status repeated inside, `details` always a list."""
     message = json.dumps(error.message) if error.message else "$context.error.messageString"
-    return '{"error": {"code": "%s", "message": %s, "status": %d, "details": []}}' % (
-        error.code,
-        message,
-        error.status,
-    )
+    envelope = f'"code": "{error.code}", "message": {message}, "status": {error.status}, "details": []'
+    return '{"error": {' + envelope + "}}"
 
 
 def _access_log_format() -> apigw.AccessLogFormat:
@@ -162,12 +159,25 @@ class Api(Construct):
                 access_log_format=_access_log_format(),
             ),
         )
+        # The stack exports the URL under the fixed key ApiUrl; drop the construct's own duplicate.
+        self.rest_api.node.try_remove_child("Endpoint")
+        if config.api_logging_level != "OFF":
+            # API Gateway creates its execution log group on first use, without retention; owning it
+            # (under the name API Gateway writes to) gives it the configured retention.
+            self.execution_log_group = logs.LogGroup(
+                self,
+                "ExecutionLogs",
+                log_group_name=f"API-Gateway-Execution-Logs_{self.rest_api.rest_api_id}/{config.stage}",
+                retention=retention(config.log_retention_days),
+                removal_policy=removal_policy(config),
+            )
+            self.rest_api.deployment_stage.node.add_dependency(self.execution_log_group)
         if config.create_api_gateway_cloudwatch_role:
             cloud_watch_role = self.rest_api.node.find_child("CloudWatchRole")
+            policy = f"arn:{cdk.Stack.of(self).partition}:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
             acknowledge(
                 cloud_watch_role,
-                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                "AmazonAPIGatewayPushToCloudWatchLogs]",
+                f"AwsSolutions-IAM4[Policy::{nag_text(self, policy)}]",
                 "API Gateway's account-level logging role must be able to create and write any API's "
                 "log groups in the region; the AWS managed policy is the documented policy for it.",
             )
@@ -260,9 +270,18 @@ class Api(Construct):
 
     def grant_tenant_access(self, principal: iam.IGrantable, tenant_id: str) -> iam.Grant:
         """Allow `principal` every method under `/v1/tenants/<tenant_id>/` of this stage, and nothing else."""
-        return iam.Grant.add_to_principal(
-            grantee=principal, actions=["execute-api:Invoke"], resource_arns=[self.tenant_arn(tenant_id)]
+        arn = self.tenant_arn(tenant_id)
+        grant = iam.Grant.add_to_principal(
+            grantee=principal, actions=["execute-api:Invoke"], resource_arns=[arn]
         )
+        if isinstance(principal, Construct):
+            acknowledge(
+                principal,
+                f"AwsSolutions-IAM5[Resource::{nag_text(self, arn)}]",
+                f"Scoped to tenant {tenant_id} of stage {self.stage_name}: the wildcards cover the HTTP "
+                "method and the routes below /v1/tenants/<tenant_id>/, nothing outside that tenant.",
+            )
+        return grant
 
 
 def validate_tenant_id(tenant_id: str) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -18,11 +17,10 @@ from constructs import Construct
 from hippocampus import schema
 from infra.assets import BuiltAssets
 from infra.config import DeploymentConfig
-from infra.nag import acknowledge, logical_id
+from infra.nag import acknowledge, nag_text
 from infra.queueing import Queueing
+from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec
 from infra.storage import Storage, removal_policy
-
-FunctionName = Literal["get_memory", "ingest", "condenser"]
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
@@ -65,42 +63,6 @@ _INFERENCE_PROFILE_PREFIXES: Final = ("us.", "eu.", "apac.", "jp.", "au.", "ca."
 
 def retention(days: int) -> logs.RetentionDays:
     return _RETENTION[days]
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    name: FunctionName
-    description: str
-    memory_mb: int
-    timeout_s: int
-    layers: tuple[str, ...]
-
-
-# The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
-FUNCTION_SPECS: Final = (
-    FunctionSpec(
-        "get_memory",
-        "Hippocampus read path: memory, history, jobs, health, OpenAPI (405 for other methods).",
-        memory_mb=1024,
-        timeout_s=10,
-        layers=("deps", "core"),
-    ),
-    FunctionSpec(
-        "ingest",
-        "Hippocampus write path: ingest items, replace or delete a memory, delete a fact.",
-        memory_mb=1024,
-        timeout_s=15,
-        layers=("deps", "core"),
-    ),
-    FunctionSpec(
-        "condenser",
-        "Hippocampus condenser: merges queued items into each user's memory with the LLM.",
-        memory_mb=512,
-        timeout_s=schema.CONDENSER_TIMEOUT_S,
-        layers=("deps", "llm", "core"),
-    ),
-)
-FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
 
 
 class ServiceFunction(Construct):
@@ -273,14 +235,14 @@ class Functions(Construct):
     # ------------------------------------------------------------------ grants
 
     def _objects(self, role: iam.IRole, bucket: s3.IBucket, prefix: str, actions: Sequence[str]) -> None:
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(actions), resources=[bucket.arn_for_objects(prefix + "*")])
-        )
+        resource = bucket.arn_for_objects(prefix + "*")
+        role.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[resource]))
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::<{logical_id(bucket)}.Arn>/{prefix}*]",
+            f"AwsSolutions-IAM5[Resource::{nag_text(self, resource)}]",
             f"Object keys under {prefix} are per tenant, user and job, created at run time; the prefix "
-            f"is the narrowest ARN that covers them, and only {', '.join(actions)} is allowed there.",
+            f"is the narrowest ARN that covers them, and only {' and '.join(actions)} "
+            f"{'is' if len(actions) == 1 else 'are'} allowed there.",
         )
 
     @staticmethod
@@ -352,7 +314,7 @@ class Functions(Construct):
             resources = [profile, regional]
             acknowledge(
                 role,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base_model}]",
+                f"AwsSolutions-IAM5[Resource::{nag_text(self, regional)}]",
                 "A cross-region inference profile invokes the same foundation model in whichever region "
                 "of its geography has capacity; the model id stays fixed, only the region is open.",
             )

@@ -16,7 +16,6 @@ from constructs import Construct
 
 from hippocampus import schema
 from infra.config import DeploymentConfig
-from infra.nag import acknowledge
 
 PERIOD: Final = cdk.Duration.minutes(5)
 # Backlog alarm: the oldest queued item waits longer than this (condenser stuck or throttled).
@@ -55,26 +54,25 @@ class Monitoring(Construct):
         self.topic = sns.Topic(
             self, "AlarmTopic", display_name=f"Hippocampus {config.stage} alarms", enforce_ssl=True
         )
-        acknowledge(
-            self.topic,
-            "AwsSolutions-SNS2",
-            "The topic carries alarm state changes only, never user content; CloudWatch cannot publish "
-            "to a topic encrypted with the AWS managed SNS key, and a customer key costs more than the "
-            "data is worth.",
-        )
         if config.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
 
-        api_5xx = stage.metric_server_error(period=PERIOD, statistic="Sum", label="API 5xx")
+        # Alarm metrics carry no label (a label turns the alarm into a metric-math alarm);
+        # the dashboard labels them with `with_`.
+        api_5xx = stage.metric_server_error(period=PERIOD, statistic="Sum")
         api_4xx = stage.metric_client_error(period=PERIOD, statistic="Sum", label="API 4xx")
         api_count = stage.metric_count(period=PERIOD, statistic="Sum", label="Requests")
-        llm_latency_p90 = service_metric("LlmLatencyMs", "p90", "LLM latency p90 (ms)")
+        llm_latency_p90 = cloudwatch.Metric(
+            namespace=schema.METRICS_NAMESPACE,
+            metric_name="LlmLatencyMs",
+            dimensions_map={"service": schema.SERVICE_NAME},
+            statistic="p90",
+            period=PERIOD,
+        )
         dlq_depth = dlq.metric_approximate_number_of_messages_visible(
-            period=cdk.Duration.minutes(1), statistic="Maximum", label="DLQ depth"
+            period=cdk.Duration.minutes(1), statistic="Maximum"
         )
-        queue_age = queue.metric_approximate_age_of_oldest_message(
-            period=PERIOD, statistic="Maximum", label="Oldest queued item (s)"
-        )
+        queue_age = queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
 
         self.alarms = [
             self._alarm(
@@ -146,7 +144,10 @@ class Monitoring(Construct):
                 width=8,
             ),
             cloudwatch.GraphWidget(
-                title="API requests and errors", left=[api_count], right=[api_4xx, api_5xx], width=8
+                title="API requests and errors",
+                left=[api_count],
+                right=[api_4xx, api_5xx.with_(label="API 5xx")],
+                width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Ingest rate",
@@ -174,14 +175,19 @@ class Monitoring(Construct):
                 ],
                 width=8,
             ),
-            cloudwatch.GraphWidget(title="Queues", left=[dlq_depth], right=[queue_age], width=8),
+            cloudwatch.GraphWidget(
+                title="Queues",
+                left=[dlq_depth.with_(label="DLQ depth")],
+                right=[queue_age.with_(label="Oldest queued item (s)")],
+                width=8,
+            ),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="LLM latency (ms)",
                 left=[
                     service_metric("LlmLatencyMs", "p50", "p50"),
-                    llm_latency_p90,
+                    llm_latency_p90.with_(label="p90"),
                     service_metric("LlmLatencyMs", "p99", "p99"),
                 ],
                 width=12,

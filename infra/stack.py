@@ -12,9 +12,10 @@ from constructs import Construct
 from infra.api import Api
 from infra.assets import FUNCTIONS_DIR, build_all
 from infra.config import DeploymentConfig
-from infra.functions import FUNCTION_NAMES, Functions
+from infra.functions import Functions
 from infra.monitoring import Monitoring
 from infra.queueing import Queueing
+from infra.specs import FUNCTION_NAMES
 from infra.storage import Storage
 
 

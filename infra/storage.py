@@ -9,7 +9,6 @@ from constructs import Construct
 
 from hippocampus import schema
 from infra.config import DeploymentConfig
-from infra.nag import acknowledge
 
 ACCESS_LOG_RETENTION_DAYS = 90
 
@@ -76,12 +75,6 @@ class Storage(Construct):
             ],
             removal_policy=removal,
             auto_delete_objects=destroy,
-        )
-        acknowledge(
-            self.access_log_bucket,
-            "AwsSolutions-S1",
-            "This bucket is the server-access-log destination of the archive bucket; logging it into "
-            "another bucket would only move the finding one bucket further.",
         )
 
         # Raw payloads (raw/) and past memory versions (history/), each expired after its retention.

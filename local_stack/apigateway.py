@@ -30,11 +30,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from hippocampus import routes
 from local_stack.runtime import ACCOUNT_ID, FunctionError
 
+LOOPBACK = "127.0.0.1"
+
 # API Gateway accepts payloads up to 10 MB; a Lambda request payload is limited to 6 MB.
 MAX_API_PAYLOAD_BYTES = 10 * 1024 * 1024
 MAX_LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
 PROXY_RESOURCE = "/{proxy+}"
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form-urlencoded")
 API_ID = "local"
 
 log = logging.getLogger("local_stack.apigateway")
@@ -90,18 +91,31 @@ def _path_parameters(template: str, path: str) -> dict[str, str] | None:
     return values
 
 
-def _is_text(content_type: str | None, body: bytes) -> bool:
-    if content_type and content_type.split(";")[0].strip().lower().startswith(TEXT_TYPES):
-        return True
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
+def is_binary(content_type: str | None, binary_media_types: tuple[str, ...]) -> bool:
+    """Whether API Gateway treats a request body as binary: its type matches `binaryMediaTypes`."""
+    if not content_type:
         return False
-    return not content_type  # no declared type: text when it decodes
+    kind = content_type.split(";")[0].strip().lower()
+    for pattern in binary_media_types:
+        major, _, minor = pattern.lower().partition("/")
+        kind_major, _, kind_minor = kind.partition("/")
+        if major in {"*", kind_major} and minor in {"*", kind_minor}:
+            return True
+    return False
 
 
-def build_event(request: HttpRequest, stage: str, now: float | None = None) -> tuple[str, dict[str, Any]]:
-    """The function to call and the API Gateway REST proxy event for `request`."""
+def build_event(
+    request: HttpRequest,
+    stage: str,
+    now: float | None = None,
+    binary_media_types: tuple[str, ...] = (),
+) -> tuple[str, dict[str, Any]]:
+    """The function to call and the API Gateway REST proxy event for `request`.
+
+    Bodies are text (UTF-8, invalid bytes replaced) unless their Content-Type matches one of
+    `binary_media_types`, then base64 with `isBase64Encoded` — API Gateway's rule. The deployed
+    API declares no binary media types, so neither does the local stack by default.
+    """
     now = time.time() if now is None else now
     split = urlsplit(request.target)
     path = split.path or "/"
@@ -133,13 +147,10 @@ def build_event(request: HttpRequest, stage: str, now: float | None = None) -> t
     body: str | None
     if not request.body:
         body, is_base64 = None, False
-    elif _is_text(content_type, request.body):
-        try:
-            body, is_base64 = request.body.decode("utf-8"), False
-        except UnicodeDecodeError:
-            body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
-    else:
+    elif is_binary(content_type, binary_media_types):
         body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
+    else:
+        body, is_base64 = request.body.decode("utf-8", errors="replace"), False
 
     request_id = str(uuid.uuid4())
     user_agent = headers.get(next((k for k in headers if k.lower() == "user-agent"), ""))
@@ -193,24 +204,24 @@ def map_response(result: Any, request_id: str) -> HttpResponse:
     """API Gateway's mapping of a Lambda proxy response (502 when it is malformed)."""
     if not isinstance(result, Mapping):
         log.error("malformed Lambda proxy response (not an object): %r", type(result).__name__)
-        return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error", request_id)
+        return _integration_failure(request_id)
     try:
         status = int(result.get("statusCode", 200))
     except (TypeError, ValueError):
         log.error("malformed Lambda proxy response: statusCode %r", result.get("statusCode"))
-        return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error", request_id)
+        return _integration_failure(request_id)
     raw_body = result.get("body")
     if raw_body is None:
         body = b""
     elif not isinstance(raw_body, str):
         log.error("malformed Lambda proxy response: body is %s, not a string", type(raw_body).__name__)
-        return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error", request_id)
+        return _integration_failure(request_id)
     elif result.get("isBase64Encoded"):
         try:
             body = base64.b64decode(raw_body, validate=True)
         except (binascii.Error, ValueError):
             log.error("malformed Lambda proxy response: invalid base64 body")
-            return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error", request_id)
+            return _integration_failure(request_id)
     else:
         body = raw_body.encode("utf-8")
 
@@ -230,21 +241,9 @@ def map_response(result: Any, request_id: str) -> HttpResponse:
     return HttpResponse(status=status, headers=merged, body=body)
 
 
-def _gateway_error(status: HTTPStatus, message: str, request_id: str) -> HttpResponse:
-    body = json.dumps({"message": message}).encode()
-    return HttpResponse(
-        status=int(status),
-        headers=[
-            ("Content-Type", "application/json"),
-            ("x-amzn-RequestId", request_id),
-            ("x-amzn-ErrorType", "InternalServerErrorException"),
-        ],
-        body=body,
-    )
-
-
-def _envelope(status: HTTPStatus, code: str, message: str, request_id: str) -> HttpResponse:
-    """An error answered before the function is reached, in the service's error envelope."""
+def _gateway_error(status: HTTPStatus, code: str, message: str, request_id: str) -> HttpResponse:
+    """An error API Gateway answers itself, rewritten into the error envelope as the deployed API's
+    gateway responses do (infra/api.py GATEWAY_ERRORS)."""
     body = {"error": {"code": code, "message": message, "status": int(status), "details": []}}
     return HttpResponse(
         status=int(status),
@@ -253,29 +252,38 @@ def _envelope(status: HTTPStatus, code: str, message: str, request_id: str) -> H
     )
 
 
+def _integration_failure(request_id: str) -> HttpResponse:
+    # A function error or a malformed proxy response: API Gateway's INTEGRATION_FAILURE (502).
+    return _gateway_error(
+        HTTPStatus.BAD_GATEWAY, "dependency_unavailable", "Internal server error", request_id
+    )
+
+
+def _request_too_large(request_id: str) -> HttpResponse:
+    return _gateway_error(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large", "The request body is too large.", request_id
+    )
+
+
 class ApiGateway:
     """Turns HTTP requests into proxy events, invokes the function, maps the response back."""
 
-    def __init__(self, invoke: Invoke, stage: str) -> None:
+    def __init__(self, invoke: Invoke, stage: str, binary_media_types: tuple[str, ...] = ()) -> None:
         self._invoke = invoke
         self.stage = stage
+        self.binary_media_types = binary_media_types
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if len(request.body) > MAX_LAMBDA_PAYLOAD_BYTES:
             # Lambda refuses a request payload over 6 MB before the function runs.
-            return _envelope(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                "payload_too_large",
-                "The request body is larger than the service accepts.",
-                str(uuid.uuid4()),
-            )
-        function, event = build_event(request, self.stage)
+            return _request_too_large(str(uuid.uuid4()))
+        function, event = build_event(request, self.stage, binary_media_types=self.binary_media_types)
         request_id = event["requestContext"]["requestId"]
         try:
             result = self._invoke(function, event)
         except FunctionError:
             # The traceback is already logged; API Gateway answers an unhandled error with 502.
-            return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error", request_id)
+            return _integration_failure(request_id)
         return map_response(result, request_id)
 
 
@@ -290,15 +298,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()
         except _BodyTooLarge:
-            response = _envelope(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                "payload_too_large",
-                "The request body is larger than the service accepts.",
-                str(uuid.uuid4()),
-            )
+            response = _request_too_large(str(uuid.uuid4()))
             self.close_connection = True
         except ValueError as exc:
-            response = _envelope(HTTPStatus.BAD_REQUEST, "bad_request", str(exc), str(uuid.uuid4()))
+            response = _gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", str(exc), str(uuid.uuid4()))
             self.close_connection = True
         else:
             request = HttpRequest(
@@ -308,7 +311,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body=body,
                 source_ip=self.client_address[0],
                 protocol=self.request_version,
-                host=self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2]),
+                host=self.headers.get("Host") or LOOPBACK,
             )
             response = self.gateway.handle(request)
         self._write(response)
@@ -335,8 +338,18 @@ class _Handler(BaseHTTPRequestHandler):
         if length < 0:
             raise ValueError("invalid Content-Length")
         if length > MAX_API_PAYLOAD_BYTES:
+            self._discard(length)
             raise _BodyTooLarge
         return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        """Read and drop a refused body (up to a bound), so the client gets the answer, not a reset."""
+        remaining = min(length, 4 * MAX_API_PAYLOAD_BYTES)
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 16))
+            if not chunk:
+                return
+            remaining -= len(chunk)
 
     def _read_chunked(self) -> bytes:
         chunks: list[bytes] = []
@@ -380,13 +393,17 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default (5) resets connections of a burst of clients
+
+
 class ApiServer:
     """A threading HTTP server on loopback serving the API Gateway emulation."""
 
     def __init__(self, gateway: ApiGateway, host: str, port: int) -> None:
         handler = type("ApiHandler", (_Handler,), {"gateway": gateway})
-        self._httpd = ThreadingHTTPServer((host, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
 
     @property
@@ -398,7 +415,7 @@ class ApiServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
         if self._thread is not None:
+            self._httpd.shutdown()  # waits for serve_forever: only once it was started
             self._thread.join(timeout=5)
+        self._httpd.server_close()

@@ -116,8 +116,8 @@ class MotoEndpoint:
         # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
-        port = self._requested_port or free_port()
-        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=port, verbose=False)
+        # Port 0: the server binds a free port itself (no race with another process).
+        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=self._requested_port, verbose=False)
         self._server.start()
         host, bound = self._server.get_host_and_port()
         self.url = f"http://{host}:{bound}"
@@ -129,9 +129,9 @@ class MotoEndpoint:
             self._server = None
 
 
-def aws_client(service: str, endpoint_url: str, region: str) -> Any:
+def aws_client(service: str, endpoint_url: str | None, region: str) -> Any:
     """A boto3 client for moto, with dummy credentials whatever the environment holds."""
-    return boto3.session.Session(  # type: ignore[attr-defined]
+    return boto3.session.Session(
         aws_access_key_id=DUMMY_ACCESS_KEY_ID,
         aws_secret_access_key=DUMMY_SECRET_ACCESS_KEY,
         region_name=region,
@@ -142,8 +142,11 @@ def aws_client(service: str, endpoint_url: str, region: str) -> Any:
     )
 
 
-def provision(endpoint_url: str, region: str, retention: Retention) -> Resources:
-    """Create the tables, the bucket and the queues with the CDK app's settings."""
+def provision(endpoint_url: str | None, region: str, retention: Retention) -> Resources:
+    """Create the tables, the bucket and the queues with the CDK app's settings.
+
+    `endpoint_url` None: boto3's default endpoints (inside moto's `mock_aws`, as the integration tests do).
+    """
     dynamodb = aws_client("dynamodb", endpoint_url, region)
     s3 = aws_client("s3", endpoint_url, region)
     sqs = aws_client("sqs", endpoint_url, region)
@@ -153,6 +156,7 @@ def provision(endpoint_url: str, region: str, retention: Retention) -> Resources
         schema.TABLE_NAME,
         keys=[(schema.TABLE_PARTITION_KEY, "HASH"), (schema.TABLE_SORT_KEY, "RANGE")],
         ttl_attribute=schema.TABLE_TTL_ATTRIBUTE,
+        deletion_protection=True,
     )
     _create_table(
         dynamodb,
@@ -207,13 +211,20 @@ def seed_secret(endpoint_url: str, region: str, name: str, value: str) -> None:
     secrets.create_secret(Name=name, SecretString=value)
 
 
-def _create_table(dynamodb: Any, name: str, keys: list[tuple[str, str]], ttl_attribute: str) -> None:
+def _create_table(
+    dynamodb: Any,
+    name: str,
+    keys: list[tuple[str, str]],
+    ttl_attribute: str,
+    deletion_protection: bool = False,
+) -> None:
     dynamodb.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key, _ in keys],
         KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in keys],
         SSESpecification={"Enabled": True},
+        DeletionProtectionEnabled=deletion_protection,
     )
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     dynamodb.update_time_to_live(
@@ -238,6 +249,9 @@ def _create_bucket(s3: Any, name: str, region: str, retention: Retention) -> Non
             "RestrictPublicBuckets": True,
         },
     )
+    s3.put_bucket_ownership_controls(
+        Bucket=name, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    )
     s3.put_bucket_encryption(
         Bucket=name,
         ServerSideEncryptionConfiguration={
@@ -260,11 +274,18 @@ def _create_bucket(s3: Any, name: str, region: str, retention: Retention) -> Non
                     "Status": "Enabled",
                     "Expiration": {"Days": retention.history_days},
                 },
+                {
+                    "ID": "abort-incomplete-uploads",
+                    "Filter": {"Prefix": ""},
+                    "Status": "Enabled",
+                    "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                },
             ]
         },
     )
     # Not reproduced locally: the bucket policy denying non-TLS requests (moto serves plain HTTP on
-    # loopback and does not evaluate bucket policies).
+    # loopback and does not evaluate bucket policies), server access logging, the queues' TLS-only
+    # policies, and the stage prefix of the deployed queue names.
 
 
 def _queue_arn(sqs: Any, queue_url: str) -> str:

@@ -9,11 +9,8 @@ from dataclasses import dataclass
 
 from hippocampus import schema
 from infra.config import DeploymentConfig, config_from_cdk_json
+from infra.specs import FUNCTION_SPECS
 from local_stack.aws import Retention
-
-# Lambda's defaults where the CDK app does not say otherwise (only the context's deadline uses them).
-API_FUNCTION_TIMEOUT_S = 29  # API Gateway's integration timeout caps the API functions
-DEFAULT_MEMORY_MB = 512
 
 
 @dataclass(frozen=True)
@@ -40,19 +37,16 @@ def load() -> Deployment:
         # raw/ retention is also the job retention (see DeploymentConfig.raw_retention_days).
         "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
         "POWERTOOLS_LOG_LEVEL": config.log_level,
+        "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
     }
     if config.memory_ttl_days is not None:
         environment["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
     if config.llm_model is not None:
         environment["MEMORY_LLM_MODEL"] = config.llm_model
-    api = FunctionDefaults(timeout_s=API_FUNCTION_TIMEOUT_S, memory_mb=DEFAULT_MEMORY_MB)
     return Deployment(
         config=config,
         retention=Retention(raw_days=config.raw_retention_days, history_days=config.history_retention_days),
-        functions={
-            "get_memory": api,
-            "ingest": api,
-            "condenser": FunctionDefaults(timeout_s=schema.CONDENSER_TIMEOUT_S, memory_mb=DEFAULT_MEMORY_MB),
-        },
+        functions={spec.name: FunctionDefaults(spec.timeout_s, spec.memory_mb) for spec in FUNCTION_SPECS},
         function_environment=environment,
     )

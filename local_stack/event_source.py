@@ -118,11 +118,14 @@ class SqsEventSource:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop polling and wait for the batches in flight."""
+    def stop_polling(self) -> None:
+        """Receive no more batches (the ones in flight go on)."""
         self._stop.set()
         self._thread.join(timeout=WAIT_TIME_S + 5)
-        self._pool.shutdown(wait=True)
+
+    def wait(self) -> None:
+        """Wait for the batches in flight (stop the condenser first for a quick stop)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -8,10 +8,12 @@ logs appear in the local stack's output, as they would in CloudWatch Logs.
 
 import importlib.util
 import json
+import os
 import signal
 import sys
 import time
 import traceback
+import warnings
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -65,9 +67,11 @@ def _serve(connection: Connection, name: str, handler_path: Path) -> None:
 
 
 def main() -> None:
-    signal.signal(
-        signal.SIGINT, signal.SIG_IGN
-    )  # Ctrl-C reaches the whole process group: the parent stops us
+    # Ctrl-C reaches the whole process group: the parent stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.getenv("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
+        # Metrics are off locally (see environment.py): Powertools' "nothing to publish" warning is noise.
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
     arguments = json.loads(sys.argv[1])
     for entry in reversed(arguments["sys_path"]):
         if entry not in sys.path:

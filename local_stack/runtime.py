@@ -27,9 +27,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from local_stack.paths import REPO_ROOT
+
 ACCOUNT_ID = "123456789012"
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 1.0  # a busy environment is killed after this: a stopped stack forgets everything
 log = logging.getLogger("local_stack.runtime")
 
 
@@ -113,11 +114,15 @@ class _Worker:
             raise FunctionError(f"{name}: init failed: {value}")
         return float(value)
 
-    def stop(self) -> None:
+    def ask_to_exit(self) -> None:
+        """An idle worker exits at once; a busy one after its current event."""
         with contextlib.suppress(OSError, ValueError):
             self.connection.send(None)
+
+    def finish(self, deadline: float) -> None:
+        """Wait for the exit until `deadline` (monotonic), then kill."""
         try:
-            self.process.wait(STOP_GRACE_S)
+            self.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
         self.connection.close()
@@ -174,7 +179,10 @@ class LocalFunction:
             self._all.clear()
             self._idle.clear()
         for worker in workers:
-            worker.stop()
+            worker.ask_to_exit()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for worker in workers:
+            worker.finish(deadline)
 
     def _run(self, worker: _Worker, event: dict[str, Any]) -> Any:
         context = self._context()

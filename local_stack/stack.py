@@ -2,26 +2,20 @@
 
 import logging
 import os
-import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CORE_LAYER = REPO_ROOT / "layers" / "core" / "python"
-for _path in (CORE_LAYER, REPO_ROOT):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-from hippocampus.settings import Settings, load_settings  # noqa: E402 - needs the layer on sys.path
-from local_stack import defaults  # noqa: E402
-from local_stack.apigateway import ApiGateway, ApiServer  # noqa: E402
-from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret  # noqa: E402
-from local_stack.environment import aws_region, runtime_environment  # noqa: E402
-from local_stack.event_source import SqsEventSource  # noqa: E402
-from local_stack.runtime import FunctionSpec, LocalFunction  # noqa: E402
+from hippocampus.settings import Settings, load_settings
+from local_stack import defaults
+from local_stack.apigateway import ApiGateway, ApiServer
+from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret
+from local_stack.environment import aws_region, runtime_environment
+from local_stack.event_source import SqsEventSource
+from local_stack.paths import CORE_LAYER, FUNCTIONS_DIR
+from local_stack.runtime import FunctionSpec, LocalFunction
 
 log = logging.getLogger("local_stack")
 
@@ -34,7 +28,7 @@ class StackOptions:
     aws_port: int = 0
     stage: str = "local"
     concurrency: int = 4
-    functions_dir: Path = REPO_ROOT / "functions"
+    functions_dir: Path = FUNCTIONS_DIR
     # The user's environment; None: this process's environment.
     environment: Mapping[str, str] | None = None
     extra_environment: dict[str, str] = field(default_factory=dict)
@@ -66,17 +60,16 @@ class LocalStack:
         user_env.update(self.options.extra_environment)
         deployment = defaults.load()
         region = aws_region(user_env)
-
-        endpoint = self.moto.start()
+        # Bind the API port first: a port in use fails at once, before anything else starts.
+        self._api = ApiServer(ApiGateway(self._invoke_http, self.options.stage), LOOPBACK, self.options.port)
         try:
-            self._start(user_env, deployment, region, endpoint)
+            self._start(user_env, deployment, region)
         except BaseException:
             self.stop()
             raise
 
-    def _start(
-        self, user_env: dict[str, str], deployment: defaults.Deployment, region: str, endpoint: str
-    ) -> None:
+    def _start(self, user_env: dict[str, str], deployment: defaults.Deployment, region: str) -> None:
+        endpoint = self.moto.start()
         self.resources = provision(endpoint, region, deployment.retention)
         runtime = runtime_environment(user_env, self.resources, endpoint, deployment.function_environment)
         # The functions read their configuration from the process environment, as in Lambda.
@@ -115,8 +108,6 @@ class LocalStack:
             ):
                 log.debug("%s initialised in %.0f ms", name, init_ms)
 
-        gateway = ApiGateway(self._invoke_http, self.options.stage)
-        self._api = ApiServer(gateway, LOOPBACK, self.options.port)
         self._event_source = SqsEventSource(
             aws_client("sqs", endpoint, region),
             queue_url=self.resources.queue_url,
@@ -126,19 +117,25 @@ class LocalStack:
             concurrency=self.options.concurrency,
         )
         self._event_source.start()
+        assert self._api is not None
         self._api.start()
 
     def _invoke_http(self, function: str, event: dict[str, Any]) -> Any:
         return self.functions[function].invoke(event)
 
     def stop(self) -> None:
-        """Stop accepting requests, finish the batches in flight, stop moto."""
+        """Stop accepting requests and batches, stop the functions (busy ones after a short grace), stop moto.
+
+        Nothing is drained: everything lives in moto's memory and goes with it.
+        """
         if self._api is not None:
             self._api.stop()
             self._api = None
         if self._event_source is not None:
-            self._event_source.stop()
-            self._event_source = None
+            self._event_source.stop_polling()
         for function in self.functions.values():
             function.stop()
+        if self._event_source is not None:
+            self._event_source.wait()
+            self._event_source = None
         self.moto.stop()

@@ -14,7 +14,7 @@ from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, unique
 
 from tests.support.openai_stub import OpenAIStub
 
-REMOTE_URL = os.getenv("MEMORY_API_URL", "").strip()  # noqa: TID251 - the suite's own switch
+REMOTE_URL = os.getenv("MEMORY_API_URL", "").strip()
 STUB_ONLY = "needs the local OpenAI stub (MEMORY_API_URL targets a deployed stack)"
 
 
@@ -46,16 +46,22 @@ def stub() -> Iterator[OpenAIStub | None]:
 
 
 @pytest.fixture(scope="session")
-def local_stack(stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackProcess | None]:
+def local_stack(
+    stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalStackProcess | None]:
     if stub is None:
         yield None
         return
-    process = LocalStackProcess(tmp_path_factory.mktemp("local_stack") / "stack.log", _stack_environment(stub))
+    process = LocalStackProcess(
+        tmp_path_factory.mktemp("local_stack") / "stack.log", _stack_environment(stub)
+    )
     process.start()
     try:
         yield process
     finally:
-        process.stop()
+        # SIGTERM, as Ctrl-C: the stack stops everything and exits 0.
+        assert process.stop() == 0, f"the local stack did not stop cleanly:\n{process.log_tail(40)}"
+        assert "Stopped." in process.log_text()
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -28,8 +28,6 @@ TERMINAL = frozenset({"completed", "failed", "skipped"})
 # stack adds cold starts; the deadline only bounds a failure, it asserts no speed.
 ASYNC_DEADLINE_S = 30.0
 
-T = TypeVar("T")
-
 
 def marker() -> str:
     """A word no LLM prompt contains by chance; the stub keeps every marker it is shown."""
@@ -40,7 +38,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
 
 
-def wait_for(
+def wait_for[T](
     probe: Callable[[], T | None],
     timeout_s: float = ASYNC_DEADLINE_S,
     interval_s: float = 0.1,
@@ -56,7 +54,9 @@ def wait_for(
             return last
         if time.monotonic() > deadline:
             extra = f"\n{diagnostics()}" if diagnostics else ""
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last value: {last!r}{extra}")
+            raise AssertionError(
+                f"timed out after {timeout_s:.0f} s waiting for {what}; last value: {last!r}{extra}"
+            )
         time.sleep(interval_s)
 
 
@@ -119,18 +119,41 @@ class LocalStackProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def sigv4_auth(base_url: str) -> Any:
-    """SigV4 for execute-api, with the credentials and region of the environment."""
-    from aws_requests_auth.boto_utils import BotoAWSRequestsAuth
+class SigV4(requests.auth.AuthBase):
+    """SigV4 for execute-api with botocore, from the environment's credentials (refreshed as needed)."""
 
+    def __init__(self, region: str) -> None:
+        import boto3
+
+        credentials = boto3.session.Session().get_credentials()
+        if credentials is None:
+            raise RuntimeError("MEMORY_API_URL is set but no AWS credentials are configured")
+        self.credentials = credentials
+        self.region = region
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        signed = AWSRequest(
+            method=request.method,
+            url=request.url,
+            data=request.body,
+            headers={k: v for k, v in request.headers.items() if k.lower() in {"content-type", "host"}},
+        )
+        SigV4Auth(self.credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(signed)
+        request.headers.update(dict(signed.headers.items()))
+        return request
+
+
+def sigv4_auth(base_url: str) -> SigV4:
+    """SigV4 for the API at `base_url`; the region comes from its host name, else the environment."""
     host = urlsplit(base_url).netloc
     match = re.search(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", host)
     region = (
-        match.group(1)
-        if match
-        else os.getenv("AWS_REGION") or os.getenv("AWS_DEFAULT_REGION") or "us-east-1"  # noqa: TID251
+        match.group(1) if match else os.getenv("AWS_REGION") or os.getenv("AWS_DEFAULT_REGION") or "us-east-1"
     )
-    return BotoAWSRequestsAuth(aws_host=host, aws_region=region, aws_service="execute-api")
+    return SigV4(region)
 
 
 class Api:
@@ -181,7 +204,9 @@ class Api:
     def ingest(
         self, tenant: str, user: str, items: list[dict[str, Any]], headers: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
-        response = self.request("POST", self.memory_path(tenant, user), json={"items": items}, headers=headers)
+        response = self.request(
+            "POST", self.memory_path(tenant, user), json={"items": items}, headers=headers
+        )
         assert response.status_code == 202, response.text
         jobs: list[dict[str, Any]] = response.json()["jobs"]
         assert len(jobs) == len(items)
@@ -208,13 +233,19 @@ class Api:
         return versions
 
     def wait_job(
-        self, tenant: str, job_id: str, statuses: frozenset[str] = TERMINAL, timeout_s: float = ASYNC_DEADLINE_S
+        self,
+        tenant: str,
+        job_id: str,
+        statuses: frozenset[str] = TERMINAL,
+        timeout_s: float = ASYNC_DEADLINE_S,
     ) -> dict[str, Any]:
         def probe() -> dict[str, Any] | None:
             job = self.job(tenant, job_id)
             return job if job["status"] in statuses else None
 
-        return wait_for(probe, timeout_s, what=f"job {job_id} to be {sorted(statuses)}", diagnostics=self.diagnostics)
+        return wait_for(
+            probe, timeout_s, what=f"job {job_id} to be {sorted(statuses)}", diagnostics=self.diagnostics
+        )
 
     def wait_completed(self, tenant: str, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         done = [self.wait_job(tenant, job["job_id"]) for job in jobs]

@@ -1,0 +1,74 @@
+"""Deployment size of each function: its code plus its layers, unzipped and zipped.
+
+Builds (or reuses) exactly what `make synth` ships: the layers and code of infra/assets.py for the
+architecture in cdk.json. Lambda's limit is 250 MB unzipped for a function and its layers; the
+project's target is get_memory <= 10 MB unzipped (cold start of the read path).
+
+Run: .venv/bin/python bench/bench_asset_sizes.py   (or `make bench`)
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from infra.assets import build_all
+from infra.config import config_from_cdk_json
+from infra.specs import FUNCTION_NAMES, FUNCTION_SPECS
+
+MB = 1024 * 1024
+TARGET_FUNCTION = "get_memory"
+TARGET_UNZIPPED_MB = 10.0
+LAMBDA_UNZIPPED_LIMIT_MB = 250.0
+
+
+def unzipped_size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def zipped_size(root: Path) -> int:
+    """Size of the zip CDK would upload (deflate, every file under the asset folder)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            archive.write(path, path.relative_to(root))
+    return buffer.getbuffer().nbytes
+
+
+def main() -> int:
+    config = config_from_cdk_json()
+    built = build_all(config.architecture, FUNCTION_NAMES)
+    assets = {f"code:{name}": path for name, path in built.functions.items()}
+    assets |= {f"layer:{name}": path for name, path in built.layers.items()}
+    sizes = {key: (unzipped_size(path), zipped_size(path)) for key, path in assets.items()}
+
+    print(f"architecture {config.architecture}, python3.13, sources + unchecked-hash .pyc\n")
+    print(f"{'asset':<18}{'unzipped MB':>14}{'zipped MB':>12}")
+    for key, (raw, packed) in sizes.items():
+        print(f"{key:<18}{raw / MB:>14.2f}{packed / MB:>12.2f}")
+
+    print(f"\n{'function':<12}{'layers':<20}{'unzipped MB':>14}{'zipped MB':>12}")
+    totals = {}
+    for spec in FUNCTION_SPECS:
+        keys = [f"code:{spec.name}"] + [f"layer:{layer}" for layer in spec.layers]
+        raw = sum(sizes[key][0] for key in keys)
+        packed = sum(sizes[key][1] for key in keys)
+        totals[spec.name] = raw
+        print(f"{spec.name:<12}{'+'.join(spec.layers):<20}{raw / MB:>14.2f}{packed / MB:>12.2f}")
+
+    target = totals[TARGET_FUNCTION] / MB
+    verdict = "met" if target <= TARGET_UNZIPPED_MB else "NOT met"
+    print(f"\ntarget {TARGET_FUNCTION} <= {TARGET_UNZIPPED_MB:g} MB unzipped: {target:.2f} MB -> {verdict}")
+    largest = max(totals.values()) / MB
+    print(
+        f"Lambda limit {LAMBDA_UNZIPPED_LIMIT_MB:g} MB unzipped (function + layers): largest {largest:.2f} MB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

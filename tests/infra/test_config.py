@@ -1,0 +1,120 @@
+"""The deployment config model: defaults, CLI overrides, and errors that name the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.config import (
+    ConfigError,
+    DeploymentConfig,
+    config_from_cdk_json,
+    load_config,
+    read_cdk_json_context,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ctx(**values: object) -> dict[str, object]:
+    return {"hippocampus": values}
+
+
+def error_of(context: dict[str, object]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(context)
+    return str(caught.value)
+
+
+def test_cdk_json_is_valid_and_names_every_key() -> None:
+    """cdk.json is the documented place for the settings: it lists all of them, and they load."""
+    config_from_cdk_json()
+    assert set(read_cdk_json_context()["hippocampus"]) == set(DeploymentConfig.model_fields)
+
+
+def test_config_module_does_not_import_aws_cdk() -> None:
+    """The local stack imports infra.config for its defaults; it must not pay for jsii."""
+    code = "import sys, infra.config; assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_no_context_gives_defaults() -> None:
+    config = load_config({})
+    assert config.stage == "dev" and config.architecture == "arm64" and config.tracing is True
+    assert config.resolved_llm_secret_name is None  # offline
+
+
+@pytest.mark.parametrize(
+    ("context", "key", "fragment"),
+    [
+        (ctx(max_word=80), "hippocampus.max_word", "Extra inputs are not permitted"),
+        (ctx(max_words=2), "hippocampus.max_words", "greater than or equal to 5"),
+        (ctx(max_words="many"), "hippocampus.max_words", "valid integer"),
+        (ctx(stage="Prod!"), "hippocampus.stage", "pattern"),
+        (ctx(raw_retention_days=0), "hippocampus.raw_retention_days", "greater than or equal to 1"),
+        (ctx(memory_ttl_days=-1), "hippocampus.memory_ttl_days", "greater than or equal to 1"),
+        (ctx(log_retention_days=10), "hippocampus.log_retention_days", "must be one of"),
+        (ctx(architecture="arm"), "hippocampus.architecture", "'arm64' or 'x86_64'"),
+        (ctx(llm_provider="gpt"), "hippocampus.llm_provider", "'openai', 'bedrock' or 'offline'"),
+        (ctx(llm_provider="bedrock"), "hippocampus.llm_model", "required when llm_provider is bedrock"),
+        (ctx(llm_base_url="https://x.example/v1"), "hippocampus.llm_base_url", "only applies"),
+        (ctx(llm_provider="openai", llm_base_url="http://x"), "hippocampus.llm_base_url", "pattern"),
+        (ctx(llm_secret_name="k"), "hippocampus.llm_secret_name", "only applies when llm_provider is openai"),
+        (ctx(llm_timeout_s=45), "hippocampus.llm_timeout_s", "half the condenser timeout"),
+        (ctx(alarm_email="ops"), "hippocampus.alarm_email", "pattern"),
+        (ctx(tracing="sometimes"), "hippocampus.tracing", "valid boolean"),
+        ({"hippocampus": ["stage"]}, '"hippocampus"', "must be an object"),
+    ],
+)
+def test_errors_name_the_key(context: dict[str, object], key: str, fragment: str) -> None:
+    message = error_of(context)
+    assert key in message and fragment in message
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    message = error_of(ctx(max_words=1, history_retention_days=0))
+    assert "hippocampus.max_words" in message and "hippocampus.history_retention_days" in message
+
+
+def test_command_line_overrides_win_and_are_parsed() -> None:
+    """`cdk deploy -c hippocampus.max_words=80` arrives as strings next to the cdk.json object."""
+    config = load_config(
+        {
+            "hippocampus": {"stage": "dev", "max_words": 50},
+            "hippocampus.stage": "prod",
+            "hippocampus.max_words": "80",
+            "hippocampus.tracing": "false",
+            "hippocampus.memory_ttl_days": "null",
+            "hippocampus.alarm_email": "ops@example.com",
+        }
+    )
+    assert (config.stage, config.max_words, config.tracing) == ("prod", 80, False)
+    assert config.memory_ttl_days is None and config.alarm_email == "ops@example.com"
+    assert "hippocampus.max_words" in error_of({"hippocampus.max_words": "0"})
+
+
+def test_openai_secret_defaults_to_a_stage_name() -> None:
+    assert load_config(ctx(llm_provider="openai", stage="prod")).resolved_llm_secret_name == (
+        "hippocampus/prod/llm-api-key"
+    )
+    named = load_config(ctx(llm_provider="openai", llm_secret_name="shared/openai"))
+    assert named.resolved_llm_secret_name == "shared/openai"
+    assert load_config(ctx(llm_provider="bedrock", llm_model="m")).resolved_llm_secret_name is None
+
+
+def test_invalid_cdk_json_fails_synth_with_the_key(tmp_path: Path) -> None:
+    """app.py exits with the message, not a traceback."""
+    script = (
+        "import sys; sys.argv=['app.py']\n"
+        "import infra.app as a, infra.config as c\n"
+        "a.read_cdk_json_context = lambda *_: {'hippocampus': {'max_words': 1}}\n"
+        "a.main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert result.returncode != 0
+    assert "hippocampus.max_words" in result.stderr and "Traceback" not in result.stderr
