@@ -275,11 +275,6 @@ def test_the_summary_never_exceeds_the_word_budget(llm, api: Api, tenant: str, u
     assert 0 < memory["word_count"] <= config_from_cdk_json().max_words
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: the handlers take path ids from the raw, still percent-encoded `path` "
-    "(API Gateway REST keeps it encoded; only pathParameters are decoded), so 'alice%40example.com' is a 422",
-)
 def test_percent_encoded_identifiers_name_the_same_user(api: Api, tenant: str) -> None:
     user = f"{unique('alice')}@example.com"  # '@' is allowed in ids; encodeURIComponent sends %40
     path = Api.memory_path(tenant, quote(user, safe=""))

@@ -202,3 +202,19 @@ def test_idempotency_key(service):
     assert len(service.receive()) == 1
     conflict = ingest(service, [{"text": "I moved to Paris."}], headers={"Idempotency-Key": "k-1"})
     assert conflict.status == 409 and conflict.body["error"]["code"] == "idempotency_conflict"
+
+
+def test_percent_encoded_identifiers_name_the_same_user(service):
+    service.call("PUT", "/v1/tenants/acme/users/alice%40example.com/memory", {"memory": "Encoded.", "expected_version": 0})
+    assert service.call("GET", "/v1/tenants/acme/users/alice@example.com/memory").body["memory"] == "Encoded."
+
+
+def test_body_that_is_not_utf8_is_400(service):
+    import base64
+
+    from tests.support.lambda_harness import Context, api_event
+
+    event = api_event("POST", USER, raw_body=base64.b64encode(b"\xff\xfe\x00garbage").decode())
+    event["isBase64Encoded"] = True
+    response = service.ingest.lambda_handler(event, Context())
+    assert response["statusCode"] == 400 and json.loads(response["body"])["error"]["code"] == "malformed_json"

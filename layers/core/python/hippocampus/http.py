@@ -6,6 +6,7 @@ Every error a caller sees, from Powertools validation to a failing dependency, l
 
 import base64
 import json
+from urllib.parse import unquote
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -121,6 +122,10 @@ def build_resolver() -> APIGatewayRestResolver:
     def _service(error: ServiceError) -> Response[str]:
         return error_response(error)
 
+    @app.exception_handler(UnicodeDecodeError)
+    def _not_utf8(_: UnicodeDecodeError) -> Response[str]:
+        return error_response(MalformedJson("the request body is not valid UTF-8 JSON"))
+
     @app.exception_handler([BotoCoreError, ClientError])
     def _dependency(error: Exception) -> Response[str]:
         return error_response(dependency_error(error))
@@ -167,7 +172,9 @@ def handle(
             "body": json.dumps(envelope(error)),
             "isBase64Encoded": False,
         }
-    return app.resolve(event, context)
+    # API Gateway REST keeps `path` percent-encoded (`alice%40example.com`); ids are matched decoded.
+    decoded = {**event, "path": "/".join(unquote(part) for part in str(event.get("path", "")).split("/"))}
+    return app.resolve(decoded, context)
 
 
 def api_function(
