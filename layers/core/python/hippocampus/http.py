@@ -68,7 +68,7 @@ def error_response(error: ServiceError, headers: Mapping[str, str] | None = None
     return Response(
         status_code=error.status,
         content_type=content_types.APPLICATION_JSON,
-        body=json.dumps(envelope(error)),
+        body=json.dumps(envelope(error), separators=(",", ":")),
         headers=dict(headers or {}),
     )
 
@@ -169,7 +169,7 @@ def handle(
         return {
             "statusCode": error.status,
             "headers": {"Content-Type": content_types.APPLICATION_JSON},
-            "body": json.dumps(envelope(error)),
+            "body": json.dumps(envelope(error), separators=(",", ":")),
             "isBase64Encoded": False,
         }
     # API Gateway REST keeps `path` percent-encoded (`alice%40example.com`); ids are matched decoded.
