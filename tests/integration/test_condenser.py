@@ -217,3 +217,14 @@ def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
     runtime.reset()
     with pytest.raises(ConfigurationError, match=r"MEMORY_CONDENSE_PROMPT.*MOOD"):
         load_handler("condenser")
+
+
+def test_a_failed_job_redriven_from_the_dlq_completes(service, llm):
+    [job_id] = ingest(service, "Alice moved to Porto.")
+    messages = service.receive()
+    llm.error = TimeoutError("down")
+    service.deliver(messages, receive_count=5)
+    assert job(service, job_id)["status"] == "failed"
+    llm.error = None
+    assert service.deliver(messages, receive_count=1) == set()  # an operator redrove the DLQ
+    assert job(service, job_id)["status"] == "completed" and "Porto" in memory(service)["memory"]

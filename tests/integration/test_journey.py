@@ -205,7 +205,11 @@ def test_idempotency_key(service):
 
 
 def test_percent_encoded_identifiers_name_the_same_user(service):
-    service.call("PUT", "/v1/tenants/acme/users/alice%40example.com/memory", {"memory": "Encoded.", "expected_version": 0})
+    service.call(
+        "PUT",
+        "/v1/tenants/acme/users/alice%40example.com/memory",
+        {"memory": "Encoded.", "expected_version": 0},
+    )
     assert service.call("GET", "/v1/tenants/acme/users/alice@example.com/memory").body["memory"] == "Encoded."
 
 
@@ -218,3 +222,11 @@ def test_body_that_is_not_utf8_is_400(service):
     event["isBase64Encoded"] = True
     response = service.ingest.lambda_handler(event, Context())
     assert response["statusCode"] == 400 and json.loads(response["body"])["error"]["code"] == "malformed_json"
+
+
+def test_a_deleted_fact_sent_again_comes_back(service):
+    fact = {"id": "f1", "text": "Likes tea.", "infer": False}
+    ingest(service, [fact])
+    service.call("DELETE", USER + "/facts/f1")
+    assert ingest(service, [fact]).body["jobs"][0]["status"] == "completed"
+    assert [f["id"] for f in service.call("GET", USER).body["facts"]] == ["f1"]

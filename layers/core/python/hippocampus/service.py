@@ -170,8 +170,10 @@ class WriteService:
         item_id = item.id or f"item-{uuid.uuid4().hex}"
         if item.id is None:
             item = item.model_copy(update={"id": item_id})
+        # Re-sending a fact always writes it (it may have been deleted since); turns are deduplicated.
+        digest = content_hash(item) if item.infer else uuid.uuid4().hex
         job = Job(
-            job_id=job_id_for(tenant_id, user_id, item_id, content_hash(item), generation),
+            job_id=job_id_for(tenant_id, user_id, item_id, digest, generation),
             tenant_id=tenant_id,
             user_id=user_id,
             item_id=item_id,

@@ -375,11 +375,12 @@ class DynamoMemoryStore:
                 "TableName": self._table,
                 "Key": _key(job_pk(tenant_id, job_id), JOB_SK),
                 "UpdateExpression": expression,
-                # Never resurrect an unknown job; completed, skipped and failed are final.
-                "ConditionExpression": "attribute_exists(pk) AND NOT (#s IN (:completed, :skipped, :failed))",
+                # Never resurrect an unknown job; completed and skipped are final. A failed job may
+                # still complete: its message can be redriven from the DLQ.
+                "ConditionExpression": "attribute_exists(pk) AND NOT (#s IN (:completed, :skipped))",
                 "ExpressionAttributeNames": {"#s": "status", "#e": "error"},
                 "ExpressionAttributeValues": _values(
-                    values | {":completed": "completed", ":skipped": "skipped", ":failed": "failed"}
+                    values | {":completed": "completed", ":skipped": "skipped"}
                 ),
             }
         }
