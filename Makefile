@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt layers/deps/requirements.txt layers/llm/requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (python3.13 preferred)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -46,7 +46,10 @@ def main() -> int:
     assets |= {f"layer:{name}": path for name, path in built.layers.items()}
     sizes = {key: (unzipped_size(path), zipped_size(path)) for key, path in assets.items()}
 
-    print(f"architecture {config.architecture}, python3.13, sources + unchecked-hash .pyc\n")
+    print(
+        f"architecture {config.architecture}, python3.13, unchecked-hash .pyc: dependency layers "
+        "bytecode only, core layer and function code with their sources\n"
+    )
     print(f"{'asset':<18}{'unzipped MB':>14}{'zipped MB':>12}")
     for key, (raw, packed) in sizes.items():
         print(f"{key:<18}{raw / MB:>14.2f}{packed / MB:>12.2f}")

@@ -4,9 +4,14 @@
   --python-version 3.13 --target build/layers/<name>-<arch>/python`, then the distributions the
   Lambda runtime already ships (boto3, botocore, s3transfer) are removed, file by file from their
   RECORD.
-- The `llm` layer is resolved against the exact versions of the `deps` layer and loses every
-  distribution `deps` already has, so the two layers never overlap.
-- Source trees (the core package, each function's folder) are copied without caches.
+- The `xray` and `llm` layers are resolved against the exact versions of the `deps` layer and
+  lose every distribution `deps` already has, so they never overlap with it.
+- Files no function uses (`UNUSED_FILES`: Powertools' Swagger UI assets, type stubs, …) are
+  removed from the dependency layers; each entry says why that is safe.
+- Dependency layers ship third-party code as bytecode only (`compile_bytecode_only`): legacy
+  `.pyc` beside where each `.py` was, the `.py` removed (see `LAYER_MOUNT` for the trade-off).
+- Source trees (the core package, each function's folder) are copied without caches and keep
+  their sources (readable tracebacks for the project's own code).
 - Everything is compiled by the runtime's Python version with
   `--invalidation-mode unchecked-hash`: CDK zips files with a 1980 timestamp, so
   timestamp-checked `.pyc` would be stale (and recompiled) on every cold start.
@@ -38,7 +43,7 @@ BUILD_DIR: Final = REPO_ROOT / "build"
 PYTHON_VERSION: Final = "3.13"
 PYTHON_TAG: Final = "cpython-313"
 # Bump to invalidate every stamp when the build procedure changes.
-BUILDER_VERSION: Final = "3"
+BUILDER_VERSION: Final = "4"
 
 # Shipped by the Lambda Python runtime; a copy in a layer only adds size (and version skew).
 RUNTIME_PROVIDED: Final = ("boto3", "botocore", "s3transfer")
@@ -47,6 +52,64 @@ RUNTIME_PROVIDED: Final = ("boto3", "botocore", "s3transfer")
 PLATFORM_TAGS: Final = {
     "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
+}
+
+
+@dataclass(frozen=True)
+class Unused:
+    """Files of the dependency layers that no function uses (a glob under `python/`), and why."""
+
+    pattern: str
+    reason: str
+
+
+# Removed from every dependency layer after pip install.
+UNUSED_FILES: Final = (
+    Unused(
+        "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui*.min.*",
+        "Swagger UI's JavaScript and CSS (1.6 MB): read only by the route that "
+        "`APIGatewayRestResolver.enable_swagger()` registers, and the service never enables it (it "
+        "serves /v1/openapi.json from `get_openapi_json_schema`; tests/infra/test_assets.py checks no "
+        "code calls enable_swagger). The swagger_ui Python modules stay, so imports are unchanged.",
+    ),
+    Unused("**/*.pyi", "type stubs: read by type checkers, never imported at run time"),
+    Unused("*-stubs", "PEP 561 stub-only packages (e.g. wrapt-stubs): type checkers only"),
+    Unused("pydantic/mypy.py", "pydantic's mypy plugin: loaded by mypy (`plugins = pydantic.mypy`) only"),
+    Unused("pydantic/v1/mypy.py", "the same plugin for pydantic.v1 models: mypy only"),
+    Unused(
+        "pydantic/v1/_hypothesis_plugin.py",
+        "Hypothesis strategies for pydantic.v1 types: only Hypothesis (a test tool) imports it, and "
+        "pydantic 2 does not even register it as an entry point",
+    ),
+    Unused(
+        "*.dist-info/RECORD",
+        "pip's install manifest (what to uninstall, with hashes): it would list the .py files that "
+        "bytecode-only removes, and nothing reads it at run time (importlib.metadata.files() is not "
+        "used by these packages; version() and entry_points() read METADATA and entry_points.txt)",
+    ),
+    Unused("**/*.c", "C sources shipped beside compiled extensions: the built .so is what is imported"),
+    Unused(
+        "*/**/tests",
+        "test suites inside a package (none today): run by the package's CI, never imported by the "
+        "package itself",
+    ),
+)
+
+# Third-party code in the dependency layers ships as bytecode only: `compileall -b` writes a
+# legacy `.pyc` beside each `.py` (the import system loads it directly, as a sourceless module),
+# then the `.py` is removed. A module is stored once instead of as source + __pycache__, which is
+# what brings get_memory under its 10 MB target; imports load the same bytecode as before.
+# The trade-off: a traceback through Powertools, pydantic, openai, … shows file and line but not
+# the source text, and their source cannot be read at run time (`inspect.getsource`; packages
+# that need it are in KEEP_SOURCES, and a test flags new ones). The project's own code (core
+# layer, functions) keeps its sources, so tracebacks of our code stay readable. The bytecode
+# records `/opt/python/<module path>` (where Lambda mounts layers) as its file name.
+LAYER_MOUNT: Final = "/opt/python"
+
+# Top-level packages that keep their sources (and __pycache__) because they read them at run time.
+KEEP_SOURCES: Final = {
+    "anyio": "anyio._lazyimport parses the package's own __init__ source (inspect.getsource) to "
+    "build its lazy exports; without the source it falls back to importing every submodule eagerly.",
 }
 
 _IGNORED = shutil.ignore_patterns(
@@ -69,8 +132,12 @@ class LayerSource:
 
 
 DEPS_LAYER: Final = LayerSource("deps", REPO_ROOT / "layers" / "deps" / "requirements.txt")
+# The X-Ray SDK, for ingest and condenser only (get_memory never loads it).
+XRAY_LAYER: Final = LayerSource(
+    "xray", REPO_ROOT / "layers" / "xray" / "requirements.txt", excludes=("deps",)
+)
 LLM_LAYER: Final = LayerSource("llm", REPO_ROOT / "layers" / "llm" / "requirements.txt", excludes=("deps",))
-REQUIREMENT_LAYERS: Final = {layer.name: layer for layer in (DEPS_LAYER, LLM_LAYER)}
+REQUIREMENT_LAYERS: Final = {layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER)}
 CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "python" / "hippocampus"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 
@@ -183,23 +250,49 @@ def _run(command: Sequence[str], what: str) -> None:
         raise AssetBuildError(f"{what} failed (exit {result.returncode}):\n{output}")
 
 
-def compile_tree(root: Path) -> None:
-    """Compile every module for the runtime, hash-based and never re-checked against the source."""
-    _run(
-        [
-            find_runtime_python(),
-            "-m",
-            "compileall",
-            "-q",
-            "-f",
-            "-j",
-            "0",
-            "--invalidation-mode",
-            "unchecked-hash",
-            str(root),
-        ],
-        f"compiling {root}",
-    )
+def compile_tree(root: Path, *, legacy_to: str | None = None) -> None:
+    """Compile every module for the runtime, hash-based and never re-checked against the source.
+
+    `legacy_to`: write legacy `.pyc` beside the sources (`-b`) that record `<legacy_to>/<relative
+    path>` as their file name (`-d`), instead of `__pycache__/<name>.cpython-313.pyc`.
+    """
+    command = [find_runtime_python(), "-m", "compileall", "-q", "-f", "-j", "0"]
+    if legacy_to is not None:
+        command += ["-b", "-d", legacy_to]
+    command += ["--invalidation-mode", "unchecked-hash", str(root)]
+    _run(command, f"compiling {root}")
+
+
+def _is_under(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def remove_unused(site: Path) -> None:
+    """Delete what `UNUSED_FILES` declares (files or whole folders)."""
+    for unused in UNUSED_FILES:
+        for path in sorted(site.glob(unused.pattern), key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+
+
+def compile_bytecode_only(site: Path) -> None:
+    """Legacy `.pyc` in place of every `.py` of `site`, except the packages of `KEEP_SOURCES`."""
+    candidates = [site / name for name in KEEP_SOURCES] + [site / f"{name}.py" for name in KEEP_SOURCES]
+    kept = [path for path in candidates if path.exists()]
+    compile_tree(site, legacy_to=LAYER_MOUNT)
+    for path in kept:
+        # Back to the usual layout for these: sources, and their bytecode in __pycache__.
+        for pyc in [path.with_suffix(".pyc")] if path.is_file() else path.rglob("*.pyc"):
+            pyc.unlink(missing_ok=True)
+        compile_tree(path)
+    for source in site.rglob("*.py"):
+        if _is_under(source, kept):
+            continue
+        if not source.with_suffix(".pyc").is_file():
+            raise AssetBuildError(f"{source} was not compiled: it cannot ship as bytecode only")
+        source.unlink()
 
 
 def _publish(tmp: Path, dest: Path, key: str, inputs: dict[str, object]) -> None:
@@ -236,6 +329,10 @@ def build_requirements_layer(layer: LayerSource, architecture: str) -> Path:
         "implementation": "cp",
         "dropped": RUNTIME_PROVIDED,
         "excluded_layers": excluded_keys,
+        "unused": [unused.pattern for unused in UNUSED_FILES],
+        "bytecode_only": True,
+        "layer_mount": LAYER_MOUNT,
+        "keep_sources": sorted(KEEP_SOURCES),
     }
     key = _digest([json.dumps(inputs, sort_keys=True), layer.requirements.read_bytes()])
     with _locked(dest.name):
@@ -268,7 +365,8 @@ def build_requirements_layer(layer: LayerSource, architecture: str) -> Path:
             if name in dropped:
                 _remove_distribution(site, info)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: useless in a layer
-        compile_tree(site)
+        remove_unused(site)
+        compile_bytecode_only(site)
         _publish(tmp, dest, key, inputs)
     return dest
 

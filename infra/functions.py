@@ -19,7 +19,7 @@ from infra.assets import BuiltAssets
 from infra.config import DeploymentConfig
 from infra.nag import acknowledge, nag_text
 from infra.queueing import Queueing
-from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec
+from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec, ResourceNames, function_environments
 from infra.storage import Storage, removal_policy
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
@@ -165,7 +165,15 @@ class Functions(Construct):
             for name, path in assets.layers.items()
         }
 
-        environments = self._environments(config, storage, queueing)
+        environments = function_environments(
+            config,
+            ResourceNames(
+                table=storage.table.table_name,
+                idempotency_table=storage.idempotency_table.table_name,
+                bucket=storage.bucket.bucket_name,
+                queue_url=queueing.queue.queue_url,
+            ),
+        )
         self.by_name: dict[FunctionName, ServiceFunction] = {}
         for spec in FUNCTION_SPECS:
             self.by_name[spec.name] = ServiceFunction(
@@ -193,44 +201,6 @@ class Functions(Construct):
     @property
     def condenser(self) -> lambda_.Function:
         return self.by_name["condenser"].function
-
-    # ------------------------------------------------------------------ environment
-
-    @staticmethod
-    def _environments(
-        config: DeploymentConfig, storage: Storage, queueing: Queueing
-    ) -> dict[FunctionName, dict[str, str]]:
-        common = {
-            "MEMORY_TABLE_NAME": storage.table.table_name,
-            "MEMORY_BUCKET_NAME": storage.bucket.bucket_name,
-            "MEMORY_MAX_WORDS": str(config.max_words),
-            "MEMORY_TRACING": "xray" if config.tracing else "off",
-            "MEMORY_LOG_CONTENT": "false",
-            "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
-            "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
-            "POWERTOOLS_LOG_LEVEL": config.log_level,
-        }
-        if config.memory_ttl_days is not None:
-            common["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
-        ingest = {
-            **common,
-            "MEMORY_QUEUE_URL": queueing.queue.queue_url,
-            "MEMORY_IDEMPOTENCY_TABLE_NAME": storage.idempotency_table.table_name,
-        }
-        condenser = {
-            **common,
-            "MEMORY_LLM_PROVIDER": config.llm_provider,
-            "MEMORY_LLM_MODEL": config.resolved_llm_model,
-            "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
-        }
-        if config.llm_base_url:
-            condenser["OPENAI_BASE_URL"] = config.llm_base_url
-        secret_name = config.resolved_llm_secret_name
-        if secret_name:
-            # The secret's name, never its value: the condenser reads it at cold start (cached).
-            condenser["MEMORY_LLM_API_KEY_SECRET"] = secret_name
-        return {"get_memory": common, "ingest": ingest, "condenser": condenser}
 
     # ------------------------------------------------------------------ grants
 
@@ -278,8 +248,14 @@ class Functions(Construct):
         service_function = self.by_name["condenser"]
         role = service_function.role
         storage.table.grant_read_write_data(role)
-        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:GetObject"])
+        # It reads accepted payloads and archives versions; raw/ expires by lifecycle, not by it.
+        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject"])
+        # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
+        # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item
+        # until the DLQ instead of making it `skipped`. For that check S3 evaluates s3:prefix as
+        # the requested key, so a raw/-scoped ListBucket is enough (history/ is only written here).
+        self._list(role, storage.bucket, [schema.RAW_PREFIX])
         # The event source mapping grants the consume actions on this queue only.
         service_function.function.add_event_source(
             event_sources.SqsEventSource(

@@ -1,4 +1,8 @@
-"""What each function is: memory, timeout, layers (no aws_cdk import: the local stack reads it too)."""
+"""What each function is: memory, timeout, layers and environment.
+
+No aws_cdk import: the local stack and the benchmark read it too. The environment takes the
+resource names as plain strings (CloudFormation tokens at synth time, real names elsewhere).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from hippocampus import schema
+from infra.config import DeploymentConfig
 
 FunctionName = Literal["get_memory", "ingest", "condenser"]
 
@@ -20,6 +25,8 @@ class FunctionSpec:
 
 
 # The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
+# The X-Ray SDK (layer "xray") only goes where `make_tracing` may load it: get_memory never does
+# (hippocampus.runtime.read_service uses allow_xray_sdk=False).
 FUNCTION_SPECS: Final = (
     FunctionSpec(
         "get_memory",
@@ -33,14 +40,61 @@ FUNCTION_SPECS: Final = (
         "Hippocampus write path: ingest items, replace or delete a memory, delete a fact.",
         memory_mb=1024,
         timeout_s=15,
-        layers=("deps", "core"),
+        layers=("deps", "xray", "core"),
     ),
     FunctionSpec(
         "condenser",
         "Hippocampus condenser: merges queued items into each user's memory with the LLM.",
         memory_mb=512,
         timeout_s=schema.CONDENSER_TIMEOUT_S,
-        layers=("deps", "llm", "core"),
+        layers=("deps", "xray", "llm", "core"),
     ),
 )
 FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
+
+
+@dataclass(frozen=True)
+class ResourceNames:
+    """The resources the functions are told about (names, or tokens that resolve to them)."""
+
+    table: str
+    idempotency_table: str
+    bucket: str
+    queue_url: str
+
+
+def function_environments(
+    config: DeploymentConfig, resources: ResourceNames
+) -> dict[FunctionName, dict[str, str]]:
+    """Each function's environment variables, exactly as the CDK app deploys them."""
+    common = {
+        "MEMORY_TABLE_NAME": resources.table,
+        "MEMORY_BUCKET_NAME": resources.bucket,
+        "MEMORY_MAX_WORDS": str(config.max_words),
+        "MEMORY_TRACING": "xray" if config.tracing else "off",
+        "MEMORY_LOG_CONTENT": "false",
+        "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
+        "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": config.log_level,
+    }
+    if config.memory_ttl_days is not None:
+        common["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
+    ingest = {
+        **common,
+        "MEMORY_QUEUE_URL": resources.queue_url,
+        "MEMORY_IDEMPOTENCY_TABLE_NAME": resources.idempotency_table,
+    }
+    condenser = {
+        **common,
+        "MEMORY_LLM_PROVIDER": config.llm_provider,
+        "MEMORY_LLM_MODEL": config.resolved_llm_model,
+        "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
+    }
+    if config.llm_base_url:
+        condenser["OPENAI_BASE_URL"] = config.llm_base_url
+    secret_name = config.resolved_llm_secret_name
+    if secret_name:
+        # The secret's name, never its value: the condenser reads it at cold start (cached).
+        condenser["MEMORY_LLM_API_KEY_SECRET"] = secret_name
+    return {"get_memory": common, "ingest": ingest, "condenser": condenser}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
+import re
 import time
+import types
 from pathlib import Path
 
 import pytest
 
-from infra import assets
+from infra import REPO_ROOT, assets
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer"}
 
@@ -20,9 +24,13 @@ def dists(layer: Path) -> set[str]:
 def layers() -> dict[str, Path]:
     return {
         "deps": assets.build_requirements_layer(assets.DEPS_LAYER, "arm64"),
+        "xray": assets.build_requirements_layer(assets.XRAY_LAYER, "arm64"),
         "llm": assets.build_requirements_layer(assets.LLM_LAYER, "arm64"),
         "core": assets.build_source_layer("core", assets.CORE_PACKAGE_DIR),
     }
+
+
+REQUIREMENT_LAYERS = ("deps", "xray", "llm")
 
 
 def test_runtime_shipped_packages_are_dropped(layers: dict[str, Path]) -> None:
@@ -41,29 +49,81 @@ def test_deps_layer_has_the_runtime_dependencies(layers: dict[str, Path]) -> Non
         "pydantic-settings",
         "opentelemetry-api",
         "opentelemetry-propagator-aws-xray",
-        "aws-xray-sdk",
         "jmespath",  # powertools needs it; the runtime ships it too, but only for boto3
     }
     assert expected <= dists(layers["deps"])
-    assert "openai" not in dists(layers["deps"])
+    assert not {"openai", "aws-xray-sdk", "wrapt"} & dists(layers["deps"])
+
+
+def test_xray_layer_holds_the_sdk_and_nothing_of_deps(layers: dict[str, Path]) -> None:
+    xray, deps = dists(layers["xray"]), dists(layers["deps"])
+    assert {"aws-xray-sdk", "wrapt"} <= xray
+    assert not xray & deps, "the two layers would overlap in /opt/python"
 
 
 def test_llm_layer_holds_openai_and_nothing_of_deps(layers: dict[str, Path]) -> None:
     llm, deps = dists(layers["llm"]), dists(layers["deps"])
     assert "openai" in llm
     assert not llm & deps, "the two layers would overlap in /opt/python"
+    assert not llm & dists(layers["xray"]), "the condenser carries both"
 
 
-def test_pyc_for_the_runtime_python(layers: dict[str, Path]) -> None:
-    for name, layer in layers.items():
-        pycs = list(layer.rglob("*.pyc"))
-        assert pycs, name
-        assert {p.name.rsplit(".", 2)[-2] for p in pycs} == {"cpython-313"}, name
-        # unchecked-hash: flags word 0b01 (PEP 552); a timestamp pyc would be 0.
-        assert {int.from_bytes(p.read_bytes()[4:8], "little") for p in pycs} == {1}, name
-        sources = [p for p in (layer / "python").rglob("*.py") if "__pycache__" not in p.parts]
-        compiled = {p.parent.parent / (p.name.split(".")[0] + ".py") for p in pycs}
-        assert set(sources) <= compiled, name
+def code_of(pyc: Path) -> types.CodeType:
+    """The module's code object (after the 16-byte PEP 552 header)."""
+    code = marshal.loads(pyc.read_bytes()[16:])  # noqa: S302 - bytecode this build compiled itself
+    assert isinstance(code, types.CodeType)
+    return code
+
+
+def kept_sources(site: Path) -> list[Path]:
+    return [site / name for name in assets.KEEP_SOURCES if (site / name).exists()]
+
+
+def is_kept(path: Path, site: Path) -> bool:
+    return any(root == path or root in path.parents for root in kept_sources(site))
+
+
+def test_dependency_layers_ship_bytecode_only(layers: dict[str, Path]) -> None:
+    """Legacy .pyc for Python 3.13 beside where each .py was, hash-based, recording /opt/python paths."""
+    for name in REQUIREMENT_LAYERS:
+        site = layers[name] / "python"
+        sources = [p for p in site.rglob("*.py") if not is_kept(p, site)]
+        assert sources == [], name
+        pycs = [p for p in site.rglob("*.pyc") if not is_kept(p, site)]
+        assert pycs and not [p for p in pycs if "__pycache__" in p.parts], name
+        for pyc in pycs:
+            data = pyc.read_bytes()
+            assert data[:4] == importlib.util.MAGIC_NUMBER, pyc
+            # unchecked-hash: flags word 0b01 (PEP 552); a timestamp pyc would be 0.
+            assert int.from_bytes(data[4:8], "little") == 1, pyc
+        sample = pycs[0]
+        assert (
+            code_of(sample).co_filename
+            == f"{assets.LAYER_MOUNT}/{sample.relative_to(site).with_suffix('.py')}"
+        )
+
+
+def test_kept_sources_keep_the_usual_layout(layers: dict[str, Path]) -> None:
+    """anyio reads its own source at import (its lazy importer): source and __pycache__ bytecode."""
+    site = layers["llm"] / "python"
+    assert kept_sources(site) == [site / "anyio"]
+    assert (site / "anyio" / "__init__.py").is_file()
+    assert (site / "anyio" / "__pycache__" / "__init__.cpython-313.pyc").is_file()
+    assert not (site / "anyio" / "__init__.pyc").exists()
+    for reason in assets.KEEP_SOURCES.values():
+        assert len(reason) >= 60
+
+
+def test_pyc_for_the_runtime_python_beside_core_sources(layers: dict[str, Path]) -> None:
+    """The project's own package keeps its sources, with unchecked-hash bytecode in __pycache__."""
+    layer = layers["core"]
+    pycs = list(layer.rglob("*.pyc"))
+    assert pycs
+    assert {p.name.rsplit(".", 2)[-2] for p in pycs} == {"cpython-313"}
+    assert {int.from_bytes(p.read_bytes()[4:8], "little") for p in pycs} == {1}
+    sources = [p for p in (layer / "python").rglob("*.py") if "__pycache__" not in p.parts]
+    compiled = {p.parent.parent / (p.name.split(".")[0] + ".py") for p in pycs}
+    assert set(sources) <= compiled
 
 
 def test_core_layer_is_the_package_without_caches(layers: dict[str, Path]) -> None:
@@ -71,6 +131,58 @@ def test_core_layer_is_the_package_without_caches(layers: dict[str, Path]) -> No
     shipped = {p.relative_to(core) for p in core.rglob("*.py")}
     source = {p.relative_to(assets.CORE_PACKAGE_DIR) for p in assets.CORE_PACKAGE_DIR.rglob("*.py")}
     assert shipped == source
+
+
+def test_unused_files_are_stripped(layers: dict[str, Path]) -> None:
+    for unused in assets.UNUSED_FILES:
+        assert len(unused.reason) >= 40, unused.pattern
+        compiled = re.sub(r"\.py$", ".pyc", unused.pattern)
+        for name in REQUIREMENT_LAYERS:
+            site = layers[name] / "python"
+            assert not list(site.glob(unused.pattern)) and not list(site.glob(compiled)), (name, unused)
+    swagger = layers["deps"] / "python" / "aws_lambda_powertools" / "event_handler" / "openapi" / "swagger_ui"
+    assert not list(swagger.glob("*.js")) and not list(swagger.glob("*.css"))
+    assert (swagger / "__init__.pyc").is_file()  # the modules stay: imports are unchanged
+    assert not (layers["xray"] / "python" / "wrapt-stubs").exists()
+
+
+def test_swagger_ui_is_never_enabled() -> None:
+    """Its assets are stripped from the deps layer: only the route enable_swagger() adds reads them."""
+    for path in [*assets.CORE_PACKAGE_DIR.rglob("*.py"), *assets.FUNCTIONS_DIR.rglob("*.py")]:
+        assert "enable_swagger" not in path.read_text(encoding="utf-8"), path.relative_to(REPO_ROOT)
+
+
+# Calls that read a module's source (or lines of it) at run time, and the bytecode-only modules
+# reviewed to make them anyway without harm.
+SOURCE_READERS = {"getsource", "getsourcelines", "findsource", "getsourcefile", "get_source", "getlines"}
+REVIEWED_SOURCE_READERS = {
+    # Only with `use_attribute_docstrings=True`, on the model class's own source (our models keep
+    # theirs); an OSError (no source) means "no attribute docstrings".
+    "pydantic/_internal/_docs_extraction.pyc",
+    # `get_source = get_code`: six's meta path importer implementing the loader protocol.
+    "six.pyc",
+}
+
+
+def _names(code: types.CodeType) -> set[str]:
+    found = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            found |= _names(constant)
+    return found
+
+
+def test_no_bytecode_only_module_needs_its_source(layers: dict[str, Path]) -> None:
+    """A new dependency that reads its own source must go to KEEP_SOURCES (or be reviewed here)."""
+    offenders = set()
+    for name in REQUIREMENT_LAYERS:
+        site = layers[name] / "python"
+        for pyc in site.rglob("*.pyc"):
+            if "__pycache__" in pyc.parts:
+                continue
+            if _names(code_of(pyc)) & SOURCE_READERS:
+                offenders.add(str(pyc.relative_to(site)))
+    assert offenders == REVIEWED_SOURCE_READERS
 
 
 def test_unchanged_inputs_skip_the_build(layers: dict[str, Path]) -> None:

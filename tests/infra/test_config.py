@@ -15,6 +15,7 @@ from infra.config import (
     load_config,
     read_cdk_json_context,
 )
+from infra.specs import FUNCTION_NAMES, ResourceNames, function_environments
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,9 +37,30 @@ def test_cdk_json_is_valid_and_names_every_key() -> None:
 
 
 def test_config_module_does_not_import_aws_cdk() -> None:
-    """The local stack imports infra.config for its defaults; it must not pay for jsii."""
-    code = "import sys, infra.config; assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules"
+    """The local stack imports infra.config and infra.specs (the benchmark infra.assets); none pays for jsii."""
+    code = (
+        "import sys, infra.config, infra.specs, infra.assets; "
+        "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_function_environments_from_plain_names() -> None:
+    """What each function is told, without CDK: the local stack can give each function exactly this."""
+    resources = ResourceNames(table="t", idempotency_table="i", bucket="b", queue_url="https://q")
+    config = load_config(ctx(llm_provider="openai", memory_ttl_days=7, tracing=False))
+    environments = function_environments(config, resources)
+    assert set(environments) == set(FUNCTION_NAMES)
+    for variables in environments.values():
+        assert variables["MEMORY_TABLE_NAME"] == "t" and variables["MEMORY_BUCKET_NAME"] == "b"
+        assert variables["MEMORY_TRACING"] == "off" and variables["MEMORY_TTL_DAYS"] == "7"
+    assert "MEMORY_QUEUE_URL" not in environments["get_memory"]
+    assert environments["ingest"]["MEMORY_QUEUE_URL"] == "https://q"
+    assert environments["ingest"]["MEMORY_IDEMPOTENCY_TABLE_NAME"] == "i"
+    condenser = environments["condenser"]
+    assert condenser["MEMORY_LLM_PROVIDER"] == "openai"
+    assert condenser["MEMORY_LLM_API_KEY_SECRET"] == "hippocampus/dev/llm-api-key"
+    assert "MEMORY_QUEUE_URL" not in condenser
 
 
 def test_no_context_gives_defaults() -> None:

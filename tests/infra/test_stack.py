@@ -6,6 +6,7 @@ test_compliance.py checks the stack cdk.json actually describes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections import Counter
@@ -266,6 +267,11 @@ def test_layers_per_function(synth: Synth) -> None:
         assert "hippocampus" in packages and "aws_lambda_powertools" in packages and "pydantic" in packages
         assert not packages & {"boto3", "botocore", "s3transfer"}, name
         assert ("openai" in packages) == (name == "condenser"), name
+        # The read path never loads the X-Ray SDK, so it does not carry it either.
+        assert ("aws_xray_sdk" in packages) == (name != "get_memory"), name
+        # Layers of one function are extracted into the same /opt/python: no package may be in two.
+        tops = [{p.name for p in (d / "python").iterdir() if p.name != "__pycache__"} for d in dirs]
+        assert sum(map(len, tops)) == len(set().union(*tops)), name
     for layer in synth.of_type("AWS::Lambda::LayerVersion").values():
         assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
         assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
@@ -279,11 +285,17 @@ def test_layers_and_code_ship_unchecked_hash_pyc_for_313(synth: Synth) -> None:
         for directory in layer_dirs(synth, name):
             pycs = list((directory / "python").rglob("*.pyc"))
             assert pycs, directory
-            assert all(p.name.endswith(".cpython-313.pyc") for p in pycs)
+            # Python 3.13's magic number (the dependency layers' legacy .pyc carry no cpython-313 tag).
+            headers = {p.read_bytes()[:8] for p in pycs[:200]}
+            assert {header[:4] for header in headers} == {importlib.util.MAGIC_NUMBER}, directory
             # PEP 552 flags: 0b01 = hash-based, not checked against the source.
-            assert {int.from_bytes(p.read_bytes()[4:8], "little") for p in pycs[:50]} == {1}
+            assert {int.from_bytes(header[4:8], "little") for header in headers} == {1}, directory
     core = next(d for d in layer_dirs(synth, "get_memory") if (d / "python" / "hippocampus").is_dir())
+    assert (core / "python" / "hippocampus" / "routes.py").is_file()
     assert (core / "python" / "hippocampus" / "__pycache__" / "routes.cpython-313.pyc").is_file()
+    deps = next(d for d in layer_dirs(synth, "get_memory") if (d / "python" / "pydantic").is_dir())
+    assert (deps / "python" / "pydantic" / "main.pyc").is_file()  # bytecode only
+    assert not (deps / "python" / "pydantic" / "main.py").exists()
 
 
 # ----------------------------------------------------------------------------- IAM
@@ -359,9 +371,11 @@ def test_ingest_permissions(synth: Synth) -> None:
 def test_condenser_permissions(synth: Synth) -> None:
     grants = allowed(synth, "condenser")
     bucket = bucket_arn(synth)
-    assert grants["s3:GetObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
-    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*"}
+    assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
+    assert "s3:DeleteObject" not in grants  # raw/ expires by lifecycle; only a user's DELETE erases
     assert grants["s3:PutObject"] == {f"{bucket}/history/*"}
+    # So that a raw/ payload erased by a DELETE is 404 NoSuchKey (skipped), not 403 AccessDenied.
+    assert grants["s3:ListBucket"] == {bucket + ' if {"StringLike": {"s3:prefix": ["raw/*"]}}'}
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= grants.keys()
     assert "sqs:SendMessage" not in grants
     assert len(grants["dynamodb:PutItem"]) == 1  # memory table only

@@ -6,9 +6,9 @@ Every error a caller sees, from Powertools validation to a failing dependency, l
 
 import base64
 import json
-from urllib.parse import unquote
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
