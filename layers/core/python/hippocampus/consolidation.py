@@ -80,8 +80,12 @@ class ConsolidationService:
 
     def _unapplied(self, items: Sequence[QueuedItem]) -> list[QueuedItem]:
         """Drop redeliveries of jobs already applied or settled (the ledger), without an LLM call."""
-        pending = []
+        pending: list[QueuedItem] = []
         for item in items:
+            if any(other.message.job_id == item.message.job_id for other in pending):
+                # The same job twice in one batch (sent again, or redriven): apply it once.
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+                continue
             job = self._store.get_job(item.message.tenant_id, item.message.job_id)
             if job is None or job.status in {"completed", "skipped"}:
                 record_metric(MetricName.DUPLICATES_SKIPPED)

@@ -191,15 +191,14 @@ class DynamoMemoryStore:
                 "ConditionExpression": "attribute_exists(pk)" if exists else "attribute_not_exists(pk)",
             }
         }
-        generation_check = (
-            "attribute_not_exists(pk) OR generation = :gen" if generation == 0 else "generation = :gen"
-        )
+        generation_check = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
         if exists:
             check = {
                 "ConditionCheck": {
                     "TableName": self._table,
                     "Key": _key(pk, MEMORY_SK),
-                    "ConditionExpression": "generation = :gen",
+                    "ConditionExpression": "#g = :gen",
+                    "ExpressionAttributeNames": {"#g": "generation"},
                     "ExpressionAttributeValues": _values({":gen": generation}),
                 }
             }
@@ -209,9 +208,10 @@ class DynamoMemoryStore:
                 "TableName": self._table,
                 "Key": _key(pk, MEMORY_SK),
                 "UpdateExpression": "SET fact_count = if_not_exists(fact_count, :zero) + :one, "
-                "generation = if_not_exists(generation, :zero)",
+                "#g = if_not_exists(#g, :zero)",
                 "ConditionExpression": f"({generation_check}) AND "
                 "(attribute_not_exists(fact_count) OR fact_count < :max)",
+                "ExpressionAttributeNames": {"#g": "generation"},
                 "ExpressionAttributeValues": _values(
                     {":gen": generation, ":zero": 0, ":one": 1, ":max": max_facts}
                 ),
@@ -251,9 +251,9 @@ class DynamoMemoryStore:
         result = self._client().update_item(
             TableName=self._table,
             Key=_key(pk, MEMORY_SK),
-            UpdateExpression="SET generation = if_not_exists(generation, :zero) + :one, version = :zero, "
+            UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, #v = :zero, "
             "word_count = :zero, fact_count = :zero REMOVE #m, updated_at, job_ids, " + TTL,
-            ExpressionAttributeNames={"#m": "memory"},
+            ExpressionAttributeNames={"#m": "memory", "#g": "generation", "#v": "version"},
             ExpressionAttributeValues=_values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
         )
@@ -299,10 +299,10 @@ class DynamoMemoryStore:
             self._client().update_item(
                 TableName=self._table,
                 Key=_key(job_pk(job.tenant_id, job.job_id), JOB_SK),
-                UpdateExpression="SET #s = :queued, updated_at = :at, generation = :gen, attempt = attempt + :one "
+                UpdateExpression="SET #s = :queued, updated_at = :at, #g = :gen, #a = #a + :one "
                 "REMOVE #e, memory_version",
                 ConditionExpression="#s = :failed",
-                ExpressionAttributeNames={"#s": "status", "#e": "error"},
+                ExpressionAttributeNames={"#s": "status", "#e": "error", "#g": "generation", "#a": "attempt"},
                 ExpressionAttributeValues=_values(
                     {
                         ":queued": "queued",
