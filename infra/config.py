@@ -25,7 +25,13 @@ from pydantic import (
     model_validator,
 )
 
-from hippocampus.schema import CONDENSER_TIMEOUT_S
+from hippocampus.schema import (
+    CONDENSATION_IO_MARGIN_S,
+    CONDENSER_TIMEOUT_S,
+    DLQ_RETENTION_DAYS,
+    LLM_TIMEOUTS_PER_CONDENSATION,
+    QUEUE_RETENTION_DAYS,
+)
 
 CONTEXT_KEY: Final = "hippocampus"
 DEFAULT_CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -116,10 +122,19 @@ class DeploymentConfig(BaseModel):
             for key in ("llm_base_url", "llm_secret_name"):
                 if getattr(self, key) is not None:
                     raise _KeyError(key, "only applies when llm_provider is openai")
-        # The condenser retries a too-long answer once: two calls must fit in its timeout.
-        if self.llm_timeout_s * 2 >= CONDENSER_TIMEOUT_S:
+        # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
+        ceiling = (CONDENSER_TIMEOUT_S - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
+        if self.llm_timeout_s > ceiling:
             raise _KeyError(
-                "llm_timeout_s", f"must be below {CONDENSER_TIMEOUT_S / 2:g} (half the condenser timeout)"
+                "llm_timeout_s",
+                f"must be at most {ceiling:g}: {LLM_TIMEOUTS_PER_CONDENSATION} LLM timeouts must fit in the "
+                f"condenser timeout ({CONDENSER_TIMEOUT_S} s)",
+            )
+        # A message may wait in the queue and then the DLQ (to be redriven) this long: keep its payload.
+        if self.raw_retention_days < QUEUE_RETENTION_DAYS + DLQ_RETENTION_DAYS:
+            raise _KeyError(
+                "raw_retention_days",
+                f"must be at least {QUEUE_RETENTION_DAYS + DLQ_RETENTION_DAYS} (queue plus DLQ retention)",
             )
         return self
 

@@ -27,7 +27,7 @@ processor.raise_on_entire_batch_failure = False
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     items, failures = parse_records(SQSRecord(record) for record in event["Records"])
-    failures |= service.process_batch(items)
+    failures |= service.process_batch(items, context.get_remaining_time_in_millis)
 
     def report(record: SQSRecord) -> None:
         if record.message_id in failures:

@@ -228,3 +228,29 @@ def test_a_failed_job_redriven_from_the_dlq_completes(service, llm):
     llm.error = None
     assert service.deliver(messages, receive_count=1) == set()  # an operator redrove the DLQ
     assert job(service, job_id)["status"] == "completed" and "Porto" in memory(service)["memory"]
+
+
+def test_users_past_the_time_left_are_deferred_not_failed(service, llm):
+    from tests.support.lambda_harness import Context
+
+    [alice_job] = ingest(service, "Alice fact.")
+    [bob_job] = ingest(service, "Bob fact.", user="bob")
+    messages = service.receive()
+    failed = service.deliver(messages, context=Context(remaining_ms=10_000))
+    assert len(failed) == 1 and len(llm.prompts) == 1  # the first user always runs
+    deferred = bob_job if job(service, alice_job)["status"] == "completed" else alice_job
+    assert job(service, deferred) == job(service, deferred) | {"status": "queued", "error": None}
+    assert service.drain() == 1 and job(service, deferred)["status"] == "completed"
+
+
+def test_payload_gone_without_a_delete_fails_the_job_with_a_reason(service, llm, aws):
+    import boto3
+
+    [job_id] = ingest(service, "Alice fact.")
+    s3 = boto3.client("s3")
+    for obj in s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/")["Contents"]:
+        s3.delete_object(Bucket=aws.bucket_name, Key=obj["Key"])  # expired by the lifecycle rule
+    assert service.drain() == 1
+    failed = job(service, job_id)
+    assert failed["status"] == "failed" and failed["error"]["code"] == "payload_missing"
+    assert llm.prompts == []

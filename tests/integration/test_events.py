@@ -83,7 +83,10 @@ def test_direct_invocation_errors_use_the_envelope(service):
     wrong_function = service.invoke(
         "get_memory", {"action": "ingest", "tenant_id": "acme", "user_id": "a", "items": []}
     )
-    assert wrong_function["error"]["status"] == 400
+    assert (
+        wrong_function["error"]["status"] == 422
+        and wrong_function["error"]["details"][0]["field"] == "action"
+    )
     missing_user = service.invoke("get_memory", {"action": "get_memory", "tenant_id": "acme"})
     assert (
         missing_user["error"]["status"] == 422 and missing_user["error"]["details"][0]["field"] == "user_id"

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hippocampus import routes
+from hippocampus import routes, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -20,9 +20,10 @@ class Context:
     memory_limit_in_mb: int = 256
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test"
     aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    remaining_ms: int = schema.CONDENSER_TIMEOUT_S * 1000
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return self.remaining_ms
 
 
 def load_handler(name: str) -> ModuleType:
@@ -119,10 +120,12 @@ class Service:
             VisibilityTimeout=0,
         ).get("Messages", [])
 
-    def deliver(self, messages: list[dict[str, Any]], receive_count: int | None = None) -> set[str]:
+    def deliver(
+        self, messages: list[dict[str, Any]], receive_count: int | None = None, context: Context | None = None
+    ) -> set[str]:
         """Give messages to the condenser like the event source mapping; return the failed ids."""
         event = {"Records": [sqs_record(m, receive_count) for m in messages]}
-        result = self.condenser.lambda_handler(event, Context())
+        result = self.condenser.lambda_handler(event, context or Context())
         failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
         for message in messages:
             if message["MessageId"] not in failed:

@@ -88,3 +88,16 @@ def test_put_and_direct_models():
         DirectInvocation(action="get_memory", tenant_id="bad tenant")
     with pytest.raises(ValidationError):
         DirectInvocation(action="get_history", tenant_id="t", limit=101)
+
+
+def test_metadata_must_be_shallow_plain_json():
+    deep: dict = {}
+    node = deep
+    for _ in range(40):
+        node["a"] = {}
+        node = node["a"]
+    with pytest.raises(ValidationError, match="nested at most 32"):
+        IngestItem(text="t", metadata=deep)
+    with pytest.raises(ValidationError, match="finite"):
+        IngestItem(text="t", metadata={"score": float("nan")})
+    assert IngestItem(text="t", metadata={"a": {"b": [1, 2.5, None, True]}})

@@ -8,7 +8,6 @@ with the applied-job ledger. A concurrent writer makes the write lose; we read a
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import ValidationError
@@ -19,7 +18,7 @@ from hippocampus.models import CondenseMessage, HistoryVersion, IngestItem, JobE
 from hippocampus.observability import MetricName, logger, record_metric
 from hippocampus.ports import ArchiveStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.schema import DLQ_MAX_RECEIVE_COUNT
-from hippocampus.service import Clock, utc_now
+from hippocampus.service import Clock, archive_history, utc_now
 
 WRITE_ATTEMPTS = 3
 
@@ -38,6 +37,10 @@ class CondensationFailed(ServiceError):
     code = "condensation_failed"
 
 
+class Deferred(Exception):
+    """Not enough time left in this invocation for one more user: SQS delivers the records again."""
+
+
 class ConsolidationService:
     def __init__(
         self,
@@ -47,6 +50,7 @@ class ConsolidationService:
         tracing: Tracing,
         clock: Clock = utc_now,
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
+        user_budget_ms: int = 0,
     ) -> None:
         self._store = store
         self._archive = archive
@@ -54,11 +58,22 @@ class ConsolidationService:
         self._tracing = tracing
         self._clock = clock
         self._max_receive_count = max_receive_count
+        self._user_budget_ms = user_budget_ms
 
-    def process_batch(self, items: Sequence[QueuedItem]) -> dict[str, Exception]:
-        """Condense a batch; return the failure of each message that must be retried."""
+    def process_batch(
+        self, items: Sequence[QueuedItem], remaining_ms: Callable[[], int] | None = None
+    ) -> dict[str, Exception]:
+        """Condense a batch; return the failure of each message that must be retried.
+
+        A user is started only with time for its worst case left (`user_budget_ms`): a timed-out
+        invocation would report nothing and leave its jobs `processing`. The first user always runs.
+        """
         failures: dict[str, Exception] = {}
-        for group in _by_user(items):
+        for index, group in enumerate(_by_user(items)):
+            if index and remaining_ms is not None and remaining_ms() < self._user_budget_ms:
+                logger.info("deferring users to the next delivery", extra={"records": len(group)})
+                failures.update({item.message_id: Deferred() for item in group})
+                continue
             try:
                 self.process_user(group)
             except Exception as error:
@@ -120,11 +135,16 @@ class ConsolidationService:
         raw_cache: dict[str, list[dict[str, object]] | None] = {}
         for item in pending:
             message = item.message
-            content = self._raw_item(message, raw_cache) if message.generation >= state.generation else None
-            if content is None:
+            if message.generation < state.generation:
                 # Deletion wins: the user was forgotten after this item was accepted.
                 self._store.set_job_status(message.tenant_id, [message.job_id], "skipped")
                 record_metric(MetricName.JOBS_SKIPPED)
+                continue
+            content = self._raw_item(message, raw_cache)
+            if content is None:
+                # Not deleted, yet its payload is gone (expired before a late redrive): say so.
+                failure = JobError(code="payload_missing", message="the accepted payload is no longer stored")
+                self._store.set_job_status(message.tenant_id, [message.job_id], "failed", failure)
                 continue
             live.append(item)
             inputs.append(CondenseInput.from_item(content, message.item_id))
@@ -169,7 +189,10 @@ class ConsolidationService:
                 self._store.write_memory(write)
         except ConditionFailed:
             return False
-        self._record_history(tenant_id, user_id, state.generation, state.version + 1, memory, now, job_ids)
+        entry = HistoryVersion(version=state.version + 1, memory=memory, updated_at=now, job_ids=job_ids)
+        archive_history(
+            self._store, self._archive, self._tracing, tenant_id, user_id, state.generation, entry
+        )
         record_metric(MetricName.CONDENSATIONS_OK)
         record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
         logger.info(
@@ -182,25 +205,6 @@ class ConsolidationService:
             },
         )
         return True
-
-    def _record_history(
-        self,
-        tenant_id: str,
-        user_id: str,
-        generation: int,
-        version: int,
-        memory: str,
-        at: datetime,
-        job_ids: list[str],
-    ) -> None:
-        entry = HistoryVersion(version=version, memory=memory, updated_at=at, job_ids=job_ids)
-        try:
-            with self._tracing.span("s3.put_history", tenant_id=tenant_id, job_id=job_ids[0]):
-                self._archive.put_history(tenant_id, user_id, generation, entry)
-        except Exception:
-            logger.exception(
-                "history version not archived", extra={"tenant_id": tenant_id, "version": version}
-            )
 
     def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
         record_metric(MetricName.CONDENSATIONS_FAILED)

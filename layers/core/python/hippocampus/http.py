@@ -23,7 +23,6 @@ from pydantic import ValidationError
 
 from hippocampus import routes
 from hippocampus.errors import (
-    BadRequest,
     DependencyUnavailable,
     MalformedJson,
     MethodNotAllowed,
@@ -122,10 +121,6 @@ def build_resolver() -> APIGatewayRestResolver:
     def _service(error: ServiceError) -> Response[str]:
         return error_response(error)
 
-    @app.exception_handler(UnicodeDecodeError)
-    def _not_utf8(_: UnicodeDecodeError) -> Response[str]:
-        return error_response(MalformedJson("the request body is not valid UTF-8 JSON"))
-
     @app.exception_handler([BotoCoreError, ClientError])
     def _dependency(error: Exception) -> Response[str]:
         return error_response(dependency_error(error))
@@ -165,16 +160,43 @@ def handle(
         return invoke_direct(event, context, actions)
     if body_size(event) > MAX_BODY_BYTES:
         # Checked before parsing: an oversized body is refused without being read.
-        error = PayloadTooLarge(f"the request body is over {MAX_BODY_BYTES} bytes (1 MiB)")
-        return {
-            "statusCode": error.status,
-            "headers": {"Content-Type": content_types.APPLICATION_JSON},
-            "body": json.dumps(envelope(error), separators=(",", ":")),
-            "isBase64Encoded": False,
-        }
+        return _proxy_response(PayloadTooLarge(f"the request body is over {MAX_BODY_BYTES} bytes (1 MiB)"))
+    if not _parses_as_json(event):
+        return _proxy_response(MalformedJson("the request body is not valid JSON"))
     # API Gateway REST keeps `path` percent-encoded (`alice%40example.com`); ids are matched decoded.
-    decoded = {**event, "path": "/".join(unquote(part) for part in str(event.get("path", "")).split("/"))}
+    decoded = {
+        **event,
+        "path": "/".join(_decode_segment(part) for part in str(event.get("path", "")).split("/")),
+    }
     return app.resolve(decoded, context)
+
+
+def _decode_segment(segment: str) -> str:
+    # An encoded slash stays encoded: it must not split an id into more path segments.
+    decoded = unquote(segment)
+    return segment if "/" in decoded else decoded
+
+
+def _parses_as_json(event: Mapping[str, Any]) -> bool:
+    """Bodies that are not UTF-8 JSON, or break the parser itself (deep nesting, huge integers),
+    are malformed: 400 here rather than a 5xx from deeper down."""
+    body = event.get("body")
+    if not body:
+        return True
+    try:
+        json.loads(base64.b64decode(body).decode() if event.get("isBase64Encoded") else body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and binascii.Error are ValueErrors
+        return False
+    return True
+
+
+def _proxy_response(error: ServiceError) -> JSON:
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(envelope(error), separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
 
 
 def api_function(
@@ -199,8 +221,10 @@ def invoke_direct(event: JSON, context: LambdaContext, actions: Mapping[str, Dir
         request = DirectInvocation.model_validate(event)
         action = actions.get(request.action)
         if action is None:
-            raise BadRequest(
-                f"action '{request.action}' is not served by this function; allowed: {', '.join(sorted(actions))}"
+            allowed = ", ".join(sorted(actions))
+            raise ValidationFailed(
+                f"action '{request.action}' is served by the other function; this one serves: {allowed}",
+                [{"field": "action", "message": f"one of: {allowed}", "type": "literal_error"}],
             )
         return action(request, context) or {}
     except ValidationError as error:

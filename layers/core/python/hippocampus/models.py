@@ -1,6 +1,7 @@
 """Pydantic models of the API contract (DESIGN §2), the queue message and the direct-invoke payload."""
 
 import json
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,9 @@ MAX_CUSTOM_INSTRUCTIONS_CHARS = 2_000
 MAX_USER_NAME_CHARS = 128
 MAX_FACTS_PER_USER = 200
 MAX_BODY_BYTES = 1024 * 1024
+# Facts come back in every read: together they must fit Lambda's 6 MB response with room to spare.
+MAX_FACT_BYTES_PER_USER = 4 * 1024 * 1024
+MAX_METADATA_DEPTH = 32
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 20
 
@@ -36,8 +40,20 @@ def compact_json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
+def _check_json_value(value: Any, depth: int = 1) -> None:
+    """Plain JSON only: bounded nesting (it is echoed back in every read) and finite numbers."""
+    if depth > MAX_METADATA_DEPTH:
+        raise ValueError(f"must be nested at most {MAX_METADATA_DEPTH} levels deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("numbers must be finite (no NaN or Infinity)")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        _check_json_value(child, depth + 1)
+
+
 def _max_json_bytes(limit: int) -> AfterValidator:
     def check(value: dict[str, Any]) -> dict[str, Any]:
+        _check_json_value(value)
         if compact_json_size(value) > limit:
             raise ValueError(f"must be at most {limit} bytes as compact JSON")
         return value

@@ -21,7 +21,6 @@ class MemoryState:
     word_count: int = 0
     updated_at: datetime | None = None
     generation: int = 0
-    fact_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,14 +61,14 @@ class MemoryStore(Protocol):
         """Conditional on version and generation; raises ConditionFailed when another writer won."""
         ...
 
-    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, generation: int, max_facts: int) -> None:
-        """Insert or replace; raises LimitExceeded past `max_facts`, ConditionFailed on a concurrent delete."""
+    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, generation: int) -> None:
+        """Insert or replace; raises ConditionFailed when the user was deleted since `generation` was read."""
         ...
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool: ...
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
-        """Tombstone the user (new generation), remove its facts; return the new generation."""
+        """Tombstone the user (new generation), remove its older facts; return the new generation."""
         ...
 
     def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
@@ -103,6 +102,10 @@ class ArchiveStore(Protocol):
     def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
         """Newest first."""
         ...
+
+    def delete_raw(self, key: str) -> None: ...
+
+    def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None: ...
 
     def erase_user(self, tenant_id: str, user_id: str) -> None: ...
 

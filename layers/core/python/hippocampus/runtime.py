@@ -7,6 +7,7 @@ and reused. Tests call `reset()` to rebuild with another environment.
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from hippocampus import schema
 from hippocampus.adapters import aws
 from hippocampus.adapters.dynamodb import DynamoMemoryStore
 from hippocampus.adapters.s3 import S3Archive
@@ -92,8 +93,17 @@ def consolidation_service() -> "ConsolidationService":
 
     settings = get_settings()
     PromptTemplate.from_settings(settings)  # an unknown placeholder fails the cold start, not a batch
+    # Worst case for one user: two LLM calls (the budget retry), each with one SDK retry, plus its I/O.
+    user_budget_s = (
+        schema.LLM_TIMEOUTS_PER_CONDENSATION * settings.llm_timeout_s + schema.CONDENSATION_IO_MARGIN_S
+    )
+    user_budget_ms = int(user_budget_s * 1000)
     return ConsolidationService(
-        _store(settings), _archive(settings), condenser, make_tracing(settings.tracing_mode)
+        _store(settings),
+        _archive(settings),
+        condenser,
+        make_tracing(settings.tracing_mode),
+        user_budget_ms=user_budget_ms,
     )
 
 

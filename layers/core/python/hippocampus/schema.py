@@ -24,7 +24,12 @@ DLQ_MAX_RECEIVE_COUNT: Final = 5
 CONDENSER_BATCH_SIZE: Final = 10
 # Visibility timeout must cover six condenser timeouts (AWS guidance for SQS triggers).
 VISIBILITY_TO_TIMEOUT_RATIO: Final = 6
-CONDENSER_TIMEOUT_S: Final = 60
+# Room for the worst case of one user's condensation: two LLM calls (the budget retry), each with
+# one SDK retry, at the default 20 s timeout — plus the reads and the conditional write.
+CONDENSER_TIMEOUT_S: Final = 120
+# The worst case of one user's condensation, in LLM timeouts, and the margin for its I/O.
+LLM_TIMEOUTS_PER_CONDENSATION: Final = 4
+CONDENSATION_IO_MARGIN_S: Final = 5
 QUEUE_VISIBILITY_TIMEOUT_S: Final = CONDENSER_TIMEOUT_S * VISIBILITY_TO_TIMEOUT_RATIO
 QUEUE_RETENTION_DAYS: Final = 4
 DLQ_RETENTION_DAYS: Final = 14

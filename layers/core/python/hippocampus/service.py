@@ -20,6 +20,7 @@ from hippocampus.errors import (
     VersionConflict,
 )
 from hippocampus.models import (
+    MAX_FACT_BYTES_PER_USER,
     MAX_FACTS_PER_USER,
     CondenseMessage,
     Fact,
@@ -31,9 +32,12 @@ from hippocampus.models import (
     JobError,
     JobsResponse,
     MemoryBody,
+    compact_json_size,
 )
 from hippocampus.observability import MetricName, logger, record_metric
 from hippocampus.ports import ArchiveStore, JobQueue, MemoryState, MemoryStore, MemoryWrite, Tracing
+
+FACT_FIELDS = {"id", "text", "metadata", "additional_metadata"}
 
 Clock = Callable[[], datetime]
 
@@ -102,6 +106,49 @@ def job_id_for(tenant_id: str, user_id: str, item_id: str, digest: str, generati
     return "job-" + hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
+def check_fact_limits(items: Sequence[IngestItem], existing: list[Fact]) -> None:
+    """At most MAX_FACTS_PER_USER facts, MAX_FACT_BYTES_PER_USER in all: checked before anything is written."""
+    sizes = {fact.id: compact_json_size(fact.model_dump(mode="json")) for fact in existing}
+    for index, item in enumerate(items):
+        if item.infer:
+            continue
+        # Facts sent without an id each get a new one.
+        fact_id = item.id or f"new-{index}"
+        sizes[fact_id] = compact_json_size(item.model_dump(mode="json", include=FACT_FIELDS)) + 32
+    if len(sizes) > MAX_FACTS_PER_USER:
+        raise LimitExceeded(
+            f"a user holds at most {MAX_FACTS_PER_USER} facts; this request would make {len(sizes)}",
+            [{"field": "items", "message": f"at most {MAX_FACTS_PER_USER} facts per user", "type": "limit"}],
+        )
+    if sum(sizes.values()) > MAX_FACT_BYTES_PER_USER:
+        raise LimitExceeded(
+            f"a user's facts hold at most {MAX_FACT_BYTES_PER_USER} bytes in all (they come back in every read)",
+            [{"field": "items", "message": "facts too large in total", "type": "limit"}],
+        )
+
+
+def archive_history(
+    store: MemoryStore,
+    archive: ArchiveStore,
+    tracing: Tracing,
+    tenant_id: str,
+    user_id: str,
+    generation: int,
+    entry: HistoryVersion,
+) -> None:
+    """Archive a version already written. Best effort: the memory is the data, history its audit trail."""
+    try:
+        with tracing.span("s3.put_history", tenant_id=tenant_id):
+            archive.put_history(tenant_id, user_id, generation, entry)
+        if store.read_memory(tenant_id, user_id, with_facts=False)[0].generation != generation:
+            # A delete ran meanwhile and may have listed history/ before this version landed.
+            archive.delete_history(tenant_id, user_id, generation, entry.version)
+    except Exception:
+        logger.exception(
+            "history version not archived", extra={"tenant_id": tenant_id, "version": entry.version}
+        )
+
+
 class WriteService:
     """The write path (ingest function): ingest, replace, forget."""
 
@@ -128,41 +175,32 @@ class WriteService:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=needs_facts)
         if needs_facts:
-            self._check_fact_limit(request.items, state, {fact.id for fact in facts})
+            check_fact_limits(request.items, facts)
         now = self._clock()
         jobs: list[Job] = []
         to_condense: list[_Accepted] = []
-        for index, item in enumerate(request.items):
-            job, created = self._create_job(tenant_id, user_id, item, state.generation, now)
-            if not created:
-                record_metric(MetricName.DUPLICATES_SKIPPED)
-            elif item.infer:
-                to_condense.append(_Accepted(index, item, job))
-            else:
-                job = self._write_fact(tenant_id, user_id, item, job, state)
-            jobs.append(job)
-        if to_condense:
-            self._enqueue(tenant_id, user_id, to_condense, state.generation, request_id)
+        try:
+            for index, item in enumerate(request.items):
+                job, created = self._create_job(tenant_id, user_id, item, state.generation, now)
+                if not created:
+                    record_metric(MetricName.DUPLICATES_SKIPPED)
+                elif item.infer:
+                    to_condense.append(_Accepted(index, item, job))
+                else:
+                    job = self._write_fact(tenant_id, user_id, item, job, state)
+                jobs.append(job)
+            if to_condense:
+                self._enqueue(tenant_id, user_id, to_condense, state.generation, request_id)
+        except Exception:
+            # Jobs created but never queued are marked failed, so sending the items again requeues them.
+            failure = JobError(code="dependency_unavailable", message="the item could not be queued")
+            self._store.set_job_status(
+                tenant_id, [entry.job.job_id for entry in to_condense], "failed", failure
+            )
+            raise
         record_metric(MetricName.ITEMS_INGESTED, len(request.items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(request.items)})
         return JobsResponse(jobs=jobs)
-
-    def _check_fact_limit(self, items: Sequence[IngestItem], state: MemoryState, existing: set[str]) -> None:
-        new_ids = {item.id for item in items if not item.infer and item.id not in existing}
-        # Facts sent without an id each get a new one.
-        new_count = len(new_ids - {None}) + sum(1 for item in items if not item.infer and item.id is None)
-        if state.fact_count + new_count > MAX_FACTS_PER_USER:
-            raise LimitExceeded(
-                f"a user holds at most {MAX_FACTS_PER_USER} facts; this request would make "
-                f"{state.fact_count + new_count}",
-                [
-                    {
-                        "field": "items",
-                        "message": f"at most {MAX_FACTS_PER_USER} facts per user",
-                        "type": "limit",
-                    }
-                ],
-            )
 
     def _create_job(
         self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime
@@ -197,14 +235,11 @@ class WriteService:
         )
         try:
             with self._tracing.span("dynamodb.put_fact", tenant_id=tenant_id, job_id=job.job_id):
-                self._store.put_fact(tenant_id, user_id, fact, state.generation, MAX_FACTS_PER_USER)
+                self._store.put_fact(tenant_id, user_id, fact, state.generation)
         except ConditionFailed:
+            # The user was deleted after this request read it: deletion wins.
             self._store.set_job_status(tenant_id, [job.job_id], "skipped")
             return job.model_copy(update={"status": "skipped"})
-        except LimitExceeded as error:
-            failure = JobError(code=error.code, message=error.message)
-            self._store.set_job_status(tenant_id, [job.job_id], "failed", failure)
-            raise
         self._store.set_job_status(tenant_id, [job.job_id], "completed", memory_version=state.version)
         record_metric(MetricName.FACTS_WRITTEN)
         return job.model_copy(update={"status": "completed", "memory_version": state.version})
@@ -232,11 +267,11 @@ class WriteService:
                 self._archive.put_raw(key, payload)
             with self._tracing.span("sqs.send", tenant_id=tenant_id, job_id=messages[0].job_id):
                 self._queue().send(messages, self._tracing.current_trace_header())
-        except (BotoCoreError, ClientError, DependencyUnavailable) as error:
-            # Nothing accepted may be lost silently: the jobs say so, and sending them again retries.
-            failure = JobError(code="dependency_unavailable", message="the item could not be queued")
-            self._store.set_job_status(tenant_id, [m.job_id for m in messages], "failed", failure)
+        except (BotoCoreError, ClientError) as error:
             raise DependencyUnavailable("the ingestion queue is unavailable; retry the request") from error
+        if self._store.read_memory(tenant_id, user_id, with_facts=False)[0].generation != generation:
+            # A delete ran meanwhile and may have listed raw/ before this payload landed: erase it too.
+            self._archive.delete_raw(key)
 
     # -- replace, forget ----------------------------------------------------------------------
 
@@ -267,13 +302,11 @@ class WriteService:
             record_metric(MetricName.VERSION_CONFLICTS)
             raise VersionConflict("memory changed while it was being replaced; read it again") from error
         entry = HistoryVersion(version=expected_version + 1, memory=text, updated_at=now, job_ids=[])
-        self._put_history(tenant_id, user_id, state.generation, entry)
-        new_state = MemoryState(text, expected_version + 1, words, now, state.generation, state.fact_count)
+        archive_history(
+            self._store, self._archive, self._tracing, tenant_id, user_id, state.generation, entry
+        )
+        new_state = MemoryState(text, expected_version + 1, words, now, state.generation)
         return memory_body(tenant_id, user_id, new_state, facts)
-
-    def _put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
-        with self._tracing.span("s3.put_history", tenant_id=tenant_id):
-            self._archive.put_history(tenant_id, user_id, generation, entry)
 
     def delete_memory(self, tenant_id: str, user_id: str) -> None:
         with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):

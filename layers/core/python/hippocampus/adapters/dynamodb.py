@@ -1,7 +1,7 @@
 """DynamoDB adapter: memory items, facts, jobs and the applied-job ledger in one table.
 
 Layout (single table, `pk`/`sk`):
-- `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete), fact_count
+- `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
                                           written in the same transaction as the memory version.
@@ -15,7 +15,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from hippocampus.errors import ConditionFailed, LimitExceeded
+from hippocampus.errors import ConditionFailed
 from hippocampus.models import Fact, Job, JobError, JobStatus
 from hippocampus.ports import MemoryState, MemoryWrite, iter_chunks
 from hippocampus.schema import TABLE_PARTITION_KEY as PK
@@ -90,14 +90,18 @@ class DynamoMemoryStore:
             raw = self._client().get_item(TableName=self._table, Key=_key(pk, MEMORY_SK), ConsistentRead=True)
             return self._memory_state(raw.get("Item")), []
         memory_raw: dict[str, Any] | None = None
-        facts: list[Fact] = []
+        facts: list[dict[str, Any]] = []
         for raw_item in self._query_partition(pk):
             sk = raw_item[SK]["S"]
             if sk == MEMORY_SK:
                 memory_raw = raw_item
             elif sk.startswith(FACT_PREFIX) and not self._expired(raw_item):
-                facts.append(self._fact(_item(raw_item)))
-        return self._memory_state(memory_raw), facts
+                facts.append(_item(raw_item))
+        state = self._memory_state(memory_raw)
+        # A fact of an earlier generation is one a delete has not finished erasing: never shown.
+        return state, [
+            self._fact(item) for item in facts if int(item.get("generation", 0)) == state.generation
+        ]
 
     def write_memory(self, write: MemoryWrite) -> None:
         now = self._now()
@@ -119,8 +123,12 @@ class DynamoMemoryStore:
             values[":ttl"] = int(now.timestamp()) + self._memory_ttl_s
         condition = "(#v = :expected AND #g = :gen)"
         if write.expected_version == 0:
-            # Absent attributes mean version 0: an item may hold only facts so far.
+            # Absent attributes mean version 0 (an item may hold only the generation so far), and so
+            # does an expired memory that DynamoDB has not removed yet.
             condition = "(attribute_not_exists(#v) AND #g = :gen) OR " + condition
+            if self._memory_ttl_s:
+                condition += f" OR (#g = :gen AND {TTL} <= :now)"
+                values[":now"] = int(now.timestamp())
             if write.generation == 0:
                 condition = "attribute_not_exists(pk) OR " + condition
         transaction: list[dict[str, Any]] = [
@@ -142,7 +150,7 @@ class DynamoMemoryStore:
         ]
         self._transact(transaction)
 
-    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, generation: int, max_facts: int) -> None:
+    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, generation: int) -> None:
         pk = user_pk(tenant_id, user_id)
         fact_item: dict[str, Any] = {
             PK: pk,
@@ -153,96 +161,38 @@ class DynamoMemoryStore:
             "metadata": json.dumps(fact.metadata, separators=(",", ":")),
             "additional_metadata": json.dumps(fact.additional_metadata, separators=(",", ":")),
             "updated_at": _iso(fact.updated_at),
+            "generation": generation,
         }
         if self._memory_ttl_s:
             fact_item[TTL] = int(self._now().timestamp()) + self._memory_ttl_s
-        for _ in range(3):
-            exists = "Item" in self._client().get_item(
-                TableName=self._table, Key=_key(pk, FACT_PREFIX + fact.id), ConsistentRead=True
-            )
-            try:
-                self._transact(self._fact_transaction(pk, fact_item, exists, generation, max_facts))
-                return
-            except ConditionFailed as failure:
-                state, _ = self.read_memory(tenant_id, user_id, with_facts=False)
-                if state.generation != generation:
-                    raise  # the user was deleted meanwhile: this fact must not come back
-                if not exists and state.fact_count >= max_facts:
-                    raise LimitExceeded(
-                        f"a user holds at most {max_facts} facts",
-                        [
-                            {
-                                "field": "items",
-                                "message": f"at most {max_facts} facts per user",
-                                "type": "limit",
-                            }
-                        ],
-                    ) from failure
-                # The fact appeared or vanished concurrently: decide insert/replace again.
-        raise ConditionFailed("fact write kept conflicting")
-
-    def _fact_transaction(
-        self, pk: str, fact_item: dict[str, Any], exists: bool, generation: int, max_facts: int
-    ) -> list[dict[str, Any]]:
-        put = {
-            "Put": {
-                "TableName": self._table,
-                "Item": _values(fact_item),
-                "ConditionExpression": "attribute_exists(pk)" if exists else "attribute_not_exists(pk)",
-            }
-        }
         generation_check = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
-        if exists:
-            check = {
-                "ConditionCheck": {
-                    "TableName": self._table,
-                    "Key": _key(pk, MEMORY_SK),
-                    "ConditionExpression": "#g = :gen",
-                    "ExpressionAttributeNames": {"#g": "generation"},
-                    "ExpressionAttributeValues": _values({":gen": generation}),
-                }
-            }
-            return [put, check]
-        count = {
-            "Update": {
-                "TableName": self._table,
-                "Key": _key(pk, MEMORY_SK),
-                "UpdateExpression": "SET fact_count = if_not_exists(fact_count, :zero) + :one, "
-                "#g = if_not_exists(#g, :zero)",
-                "ConditionExpression": f"({generation_check}) AND "
-                "(attribute_not_exists(fact_count) OR fact_count < :max)",
-                "ExpressionAttributeNames": {"#g": "generation"},
-                "ExpressionAttributeValues": _values(
-                    {":gen": generation, ":zero": 0, ":one": 1, ":max": max_facts}
-                ),
-            }
-        }
-        return [put, count]
+        self._transact(
+            [
+                {"Put": {"TableName": self._table, "Item": _values(fact_item)}},
+                {
+                    # Written only while the user is not deleted since the request read it.
+                    "ConditionCheck": {
+                        "TableName": self._table,
+                        "Key": _key(pk, MEMORY_SK),
+                        "ConditionExpression": generation_check,
+                        "ExpressionAttributeNames": {"#g": "generation"},
+                        "ExpressionAttributeValues": _values({":gen": generation}),
+                    }
+                },
+            ]
+        )
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
-        pk = user_pk(tenant_id, user_id)
         try:
-            self._transact(
-                [
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": _key(pk, FACT_PREFIX + fact_id),
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": _key(pk, MEMORY_SK),
-                            "UpdateExpression": "ADD fact_count :minus",
-                            "ExpressionAttributeValues": _values({":minus": -1}),
-                        }
-                    },
-                ]
+            self._client().delete_item(
+                TableName=self._table,
+                Key=_key(user_pk(tenant_id, user_id), FACT_PREFIX + fact_id),
+                ConditionExpression="attribute_exists(pk)",
             )
-        except ConditionFailed:
-            return False
+        except ClientError as error:
+            if _is_condition_failure(error):
+                return False
+            raise
         return True
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
@@ -252,16 +202,18 @@ class DynamoMemoryStore:
             TableName=self._table,
             Key=_key(pk, MEMORY_SK),
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, #v = :zero, "
-            "word_count = :zero, fact_count = :zero REMOVE #m, updated_at, job_ids, " + TTL,
+            "word_count = :zero REMOVE #m, updated_at, job_ids, " + TTL,
             ExpressionAttributeNames={"#m": "memory", "#g": "generation", "#v": "version"},
             ExpressionAttributeValues=_values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
         )
         generation = int(result["Attributes"]["generation"]["N"])
+        # Facts written after the tombstone carry the new generation and stay.
         fact_keys = [
             {PK: raw[PK], SK: raw[SK]}
             for raw in self._query_partition(pk, projection=True)
             if raw[SK]["S"].startswith(FACT_PREFIX)
+            and int(raw.get("generation", {}).get("N", "0")) < generation
         ]
         for chunk in iter_chunks(fact_keys, 25):
             self._batch_delete(chunk)
@@ -281,7 +233,9 @@ class DynamoMemoryStore:
             self._client().put_item(
                 TableName=self._table,
                 Item=_values(_drop_none(item)),
-                ConditionExpression="attribute_not_exists(pk)",
+                # An expired job that DynamoDB has not removed yet counts as absent.
+                ConditionExpression=f"attribute_not_exists(pk) OR {TTL} <= :now",
+                ExpressionAttributeValues=_values({":now": int(self._now().timestamp())}),
             )
             return job, True
         except ClientError as error:
@@ -405,7 +359,8 @@ class DynamoMemoryStore:
             "ConsistentRead": True,
         }
         if projection:
-            kwargs["ProjectionExpression"] = "pk, sk"
+            kwargs["ProjectionExpression"] = "pk, sk, #g"
+            kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
         paginator = self._client().get_paginator("query")
         for page in paginator.paginate(**kwargs):
             yield from page.get("Items", [])
@@ -426,9 +381,8 @@ class DynamoMemoryStore:
             return MemoryState()
         item = _item(raw)
         generation = int(item.get("generation", 0))
-        fact_count = int(item.get("fact_count", 0))
         if self._expired(raw) or "memory" not in item:
-            return MemoryState(generation=generation, fact_count=fact_count)
+            return MemoryState(generation=generation)
         updated_at = item.get("updated_at")
         return MemoryState(
             memory=str(item["memory"]),
@@ -436,7 +390,6 @@ class DynamoMemoryStore:
             word_count=int(item.get("word_count", 0)),
             updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
             generation=generation,
-            fact_count=fact_count,
         )
 
     @staticmethod

@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hippocampus.errors import DependencyUnavailable
 from hippocampus.models import HistoryVersion
 from hippocampus.ports import iter_chunks
 from hippocampus.schema import HISTORY_PREFIX, RAW_PREFIX
@@ -28,6 +29,10 @@ def _history_prefix(tenant_id: str, user_id: str, generation: int) -> str:
     return f"{HISTORY_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/"
 
 
+def _history_key(tenant_id: str, user_id: str, generation: int, version: int) -> str:
+    return f"{_history_prefix(tenant_id, user_id, generation)}{_VERSION_CEILING - version:012d}.json"
+
+
 class S3Archive:
     """ArchiveStore on one bucket."""
 
@@ -41,9 +46,18 @@ class S3Archive:
     def get_raw(self, key: str) -> dict[str, Any] | None:
         return self._get_json(key)
 
+    def delete_raw(self, key: str) -> None:
+        self._client().delete_object(Bucket=self._bucket, Key=key)
+
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
-        key = f"{_history_prefix(tenant_id, user_id, generation)}{_VERSION_CEILING - entry.version:012d}.json"
-        self._put_json(key, entry.model_dump(mode="json"))
+        self._put_json(
+            _history_key(tenant_id, user_id, generation, entry.version), entry.model_dump(mode="json")
+        )
+
+    def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
+        self._client().delete_object(
+            Bucket=self._bucket, Key=_history_key(tenant_id, user_id, generation, version)
+        )
 
     def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
         listing = self._client().list_objects_v2(
@@ -63,9 +77,15 @@ class S3Archive:
                 for obj in page.get("Contents", [])
             ]
             for chunk in iter_chunks(keys, 1000):
-                self._client().delete_objects(
+                response = self._client().delete_objects(
                     Bucket=self._bucket, Delete={"Objects": list(chunk), "Quiet": True}
                 )
+                if response.get("Errors"):
+                    # S3 answers 200 even when some keys stay: the user is not forgotten until they go.
+                    codes = sorted({error.get("Code", "unknown") for error in response["Errors"]})
+                    raise DependencyUnavailable(
+                        f"{len(response['Errors'])} object(s) could not be erased: {codes}"
+                    )
 
     def _put_json(self, key: str, payload: Mapping[str, Any]) -> None:
         self._client().put_object(
