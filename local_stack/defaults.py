@@ -7,9 +7,8 @@ from the one place that defines them instead of repeating them.
 
 from dataclasses import dataclass
 
-from hippocampus import schema
 from infra.config import DeploymentConfig, config_from_cdk_json
-from infra.specs import FUNCTION_SPECS
+from infra.specs import FUNCTION_SPECS, ResourceNames, function_environments
 from local_stack.aws import Retention
 
 
@@ -28,22 +27,35 @@ class Deployment:
     function_environment: dict[str, str]
 
 
+# Left to the developer's environment locally (offline LLM, no X-Ray, no secret) or set by the
+# stack itself once it has provisioned the resources.
+NOT_FROM_THE_DEPLOYMENT = frozenset(
+    {
+        "MEMORY_TRACING",
+        "MEMORY_LLM_PROVIDER",
+        "MEMORY_LLM_API_KEY_SECRET",
+        "OPENAI_BASE_URL",
+        "MEMORY_LOG_CONTENT",
+        "MEMORY_TABLE_NAME",
+        "MEMORY_IDEMPOTENCY_TABLE_NAME",
+        "MEMORY_BUCKET_NAME",
+        "MEMORY_QUEUE_URL",
+    }
+)
+
+
 def load() -> Deployment:
     """The deployment as cdk.json declares it."""
     config = config_from_cdk_json()
+    deployed = function_environments(
+        config, ResourceNames(table="", idempotency_table="", bucket="", queue_url="")
+    )
     environment = {
-        "MEMORY_MAX_WORDS": str(config.max_words),
-        "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
-        # raw/ retention is also the job retention (see DeploymentConfig.raw_retention_days).
-        "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
-        "POWERTOOLS_LOG_LEVEL": config.log_level,
-        "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
+        name: value
+        for variables in deployed.values()
+        for name, value in variables.items()
+        if name not in NOT_FROM_THE_DEPLOYMENT
     }
-    if config.memory_ttl_days is not None:
-        environment["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
-    if config.llm_model is not None:
-        environment["MEMORY_LLM_MODEL"] = config.llm_model
     return Deployment(
         config=config,
         retention=Retention(raw_days=config.raw_retention_days, history_days=config.history_retention_days),
