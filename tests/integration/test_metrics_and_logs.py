@@ -1,8 +1,12 @@
 """What operators see: EMF metrics per function, and logs that never carry user content."""
 
+import io
 import json
+import logging
 
 import pytest
+
+from hippocampus.observability import logger
 
 from hippocampus.ports import LlmResult
 
@@ -24,6 +28,17 @@ def emf_metrics(output: str) -> dict[str, float]:
                     values if isinstance(values, list) else [values]
                 )
     return totals
+
+
+@pytest.fixture
+def service_logs():
+    """The JSON lines the service logs (the Powertools logger writes to the stdout it saw at import)."""
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logger.registered_formatter)
+    logger.addHandler(handler)
+    yield buffer
+    logger.removeHandler(handler)
 
 
 class VerboseLlm:
@@ -73,7 +88,7 @@ def test_budget_holds_whatever_the_llm_returns(service, verbose_llm):
     assert len(memory["memory"].split()) == memory["word_count"]
 
 
-def test_logs_never_carry_user_content(service, capsys, caplog):
+def test_logs_never_carry_user_content(service, capsys, caplog, service_logs):
     secret = "zanzibar-swordfish"
     service.call(
         "POST",
@@ -90,7 +105,9 @@ def test_logs_never_carry_user_content(service, capsys, caplog):
     service.call("GET", USER)
     service.call("POST", USER, {"items": [{"text": ""}]})  # a validation error echoes no input either
     captured = capsys.readouterr()
-    assert secret not in captured.out + captured.err + caplog.text
+    logged = service_logs.getvalue()
+    assert '"message":"items accepted"' in logged and '"message":"memory condensed"' in logged
+    assert secret not in captured.out + captured.err + caplog.text + logged
 
 
 def test_duplicates_and_deletes_are_counted(service, capsys):
@@ -100,3 +117,13 @@ def test_duplicates_and_deletes_are_counted(service, capsys):
     service.call("DELETE", USER)
     metrics = emf_metrics(capsys.readouterr().out)
     assert metrics["DuplicatesSkipped"] == 1 and metrics["Deletes"] == 1
+
+
+def test_condenser_logs_carry_the_job_ids(service, service_logs):
+    job_id = service.call("POST", USER, {"items": [{"text": "Alice sells candles."}]}).body["jobs"][0]["job_id"]
+    service.drain()
+    lines = [json.loads(line) for line in service_logs.getvalue().splitlines()]
+    condensed = next(line for line in lines if line["message"] == "memory condensed")
+    assert condensed["job_ids"] == [job_id] and condensed["tenant_id"] == "acme"
+    accepted = next(line for line in lines if line["message"] == "items accepted")
+    assert accepted["correlation_id"]  # the API request id

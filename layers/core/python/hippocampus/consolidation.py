@@ -82,16 +82,21 @@ class ConsolidationService:
 
     def process_user(self, items: Sequence[QueuedItem]) -> None:
         first = items[0].message
-        with (
-            self._tracing.continue_from(items[0].trace_header),
-            self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
-        ):
-            pending = self._unapplied(items)
-            try:
-                self._condense(pending)
-            except Exception as error:
-                self._report_failure(pending, error)
-                raise
+        # Every log line of this user's work carries its tenant and job ids (correlation ids).
+        logger.append_keys(tenant_id=first.tenant_id, job_ids=[item.message.job_id for item in items])
+        try:
+            with (
+                self._tracing.continue_from(items[0].trace_header),
+                self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
+            ):
+                pending = self._unapplied(items)
+                try:
+                    self._condense(pending)
+                except Exception as error:
+                    self._report_failure(pending, error)
+                    raise
+        finally:
+            logger.remove_keys(["tenant_id", "job_ids"])
 
     def _unapplied(self, items: Sequence[QueuedItem]) -> list[QueuedItem]:
         """Drop redeliveries of jobs already applied or settled (the ledger), without an LLM call."""
@@ -195,15 +200,7 @@ class ConsolidationService:
         )
         record_metric(MetricName.CONDENSATIONS_OK)
         record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
-        logger.info(
-            "memory condensed",
-            extra={
-                "tenant_id": tenant_id,
-                "job_ids": job_ids,
-                "version": state.version + 1,
-                "llm_calls": outcome.llm_calls,
-            },
-        )
+        logger.info("memory condensed", extra={"version": state.version + 1, "llm_calls": outcome.llm_calls})
         return True
 
     def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
@@ -215,10 +212,7 @@ class ConsolidationService:
             # Until the last attempt the job stays queued (with the error) for SQS to redeliver.
             status: JobStatus = "failed" if last_attempt else "queued"
             self._store.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
-        logger.warning(
-            "condensation failed",
-            extra={"job_ids": [item.message.job_id for item in pending], "error_type": type(error).__name__},
-        )
+        logger.warning("condensation failed", extra={"error_type": type(error).__name__})
 
 
 def _by_user(items: Sequence[QueuedItem]) -> list[list[QueuedItem]]:
