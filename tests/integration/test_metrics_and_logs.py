@@ -7,7 +7,6 @@ import logging
 import pytest
 
 from hippocampus.observability import logger
-
 from hippocampus.ports import LlmResult
 
 USER = "/v1/tenants/acme/users/alice/memory"
@@ -120,7 +119,9 @@ def test_duplicates_and_deletes_are_counted(service, capsys):
 
 
 def test_condenser_logs_carry_the_job_ids(service, service_logs):
-    job_id = service.call("POST", USER, {"items": [{"text": "Alice sells candles."}]}).body["jobs"][0]["job_id"]
+    job_id = service.call("POST", USER, {"items": [{"text": "Alice sells candles."}]}).body["jobs"][0][
+        "job_id"
+    ]
     service.drain()
     lines = [json.loads(line) for line in service_logs.getvalue().splitlines()]
     condensed = next(line for line in lines if line["message"] == "memory condensed")
