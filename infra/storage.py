@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
@@ -60,33 +62,23 @@ class Storage(Construct):
             removal_policy=removal,
         )
 
-        self.access_log_bucket = s3.Bucket(
+        self.access_log_bucket = _secure_bucket(
             self,
             "AccessLogBucket",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-access-logs", expiration=cdk.Duration.days(ACCESS_LOG_RETENTION_DAYS)
                 )
             ],
-            removal_policy=removal,
-            auto_delete_objects=destroy,
         )
 
         # Raw payloads (raw/) and past memory versions (history/), each expired after its retention.
         # Unversioned on purpose: DELETE must really erase a user's content, not keep old versions.
-        self.bucket = s3.Bucket(
+        self.bucket = _secure_bucket(
             self,
             "ArchiveBucket",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal,
             versioned=False,
             server_access_logs_bucket=self.access_log_bucket,
             server_access_logs_prefix="archive/",
@@ -106,6 +98,22 @@ class Storage(Construct):
                     abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
                 ),
             ],
-            removal_policy=removal,
-            auto_delete_objects=destroy,
         )
+
+
+def _secure_bucket(
+    scope: Construct, construct_id: str, removal: cdk.RemovalPolicy, **props: Any
+) -> s3.Bucket:
+    """Every bucket: no public access, encrypted, TLS 1.2+ only, no ACLs, emptied when destroyed."""
+    return s3.Bucket(
+        scope,
+        construct_id,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        minimum_tls_version=1.2,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        removal_policy=removal,
+        auto_delete_objects=removal == cdk.RemovalPolicy.DESTROY,
+        **props,
+    )
