@@ -15,10 +15,6 @@ class ServiceError(Exception):
         self.details = details or []
 
 
-class BadRequest(ServiceError):
-    code, status = "bad_request", 400
-
-
 class MalformedJson(ServiceError):
     code, status = "malformed_json", 400
 
@@ -49,10 +45,6 @@ class ValidationFailed(ServiceError):
 
 class LimitExceeded(ServiceError):
     code, status = "limit_exceeded", 422
-
-
-class Throttled(ServiceError):
-    code, status = "throttled", 429
 
 
 class DependencyUnavailable(ServiceError):
