@@ -13,7 +13,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
 	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (python3.13 preferred)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -23,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt layers/deps/requirements.txt lay
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/core/python/hippocampus functions infra local_stack app.py
+	$(BIN)/mypy layers/core/src/hippocampus functions infra local_stack app.py
 
 test: venv lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
@@ -42,7 +42,7 @@ deploy: venv
 		--require-approval broadening $(CDK_ARGS)
 
 bench: venv
-	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script" || exit 1; done
+	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python -m "bench.$$(basename $$script .py)" || exit 1; done
 
 clean:
 	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache

@@ -10,11 +10,8 @@ Run: .venv/bin/python bench/bench_asset_sizes.py   (or `make bench`)
 from __future__ import annotations
 
 import io
-import sys
 import zipfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.assets import build_all
 from infra.config import config_from_cdk_json

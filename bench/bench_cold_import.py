@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = 7
 ENVIRONMENT = {
     "PATH": os.environ.get("PATH", ""),  # noqa: TID251 - the child needs PATH only
-    "PYTHONPATH": f"{ROOT / 'layers/core/python'}:{ROOT}",
+    "PYTHONPATH": str(ROOT),
     "AWS_DEFAULT_REGION": "us-east-1",
     "MEMORY_TABLE_NAME": "table",
     "MEMORY_BUCKET_NAME": "bucket",

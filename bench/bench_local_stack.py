@@ -11,19 +11,13 @@ Figures only, no assertions: `make bench` runs it.
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-for entry in (ROOT / "tests" / "e2e", ROOT / "layers" / "core" / "python", ROOT):
-    sys.path.insert(0, str(entry))
-
-from e2e_support import MARKER, Api, LocalStackProcess, marker, stub_calls_with, stub_reply, unique  # noqa: E402
-
-from tests.support.openai_stub import OpenAIStub  # noqa: E402
+from tests.e2e.e2e_support import MARKER, Api, LocalStackProcess, marker, stub_calls_with, stub_reply, unique
+from tests.support.openai_stub import OpenAIStub
 
 TURNS = 30
 BURST = 20

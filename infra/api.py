@@ -15,8 +15,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from hippocampus.models import IDENTIFIER_PATTERN
-from hippocampus.routes import ROUTES, TENANT_PREFIX
+from hippocampus.contracts.limits import IDENTIFIER_PATTERN
+from hippocampus.contracts.routes import ROUTES, TENANT_PREFIX
 from infra.config import DeploymentConfig
 from infra.functions import retention
 from infra.nag import acknowledge, nag_text

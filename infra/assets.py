@@ -138,7 +138,7 @@ XRAY_LAYER: Final = LayerSource(
 )
 LLM_LAYER: Final = LayerSource("llm", REPO_ROOT / "layers" / "llm" / "requirements.txt", excludes=("deps",))
 REQUIREMENT_LAYERS: Final = {layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER)}
-CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "python" / "hippocampus"
+CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "src" / "hippocampus"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 
 

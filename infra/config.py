@@ -1,4 +1,4 @@
-"""Deployment configuration (DESIGN §4): the `hippocampus` object of cdk.json's context.
+"""Deployment configuration (docs/configuration.md): the `hippocampus` object of cdk.json's context.
 
 Validated by a pydantic model at synth time; a bad key or value fails with a message that
 names the key (`hippocampus.max_words: ...`). This module must not import aws_cdk: the local
@@ -25,12 +25,16 @@ from pydantic import (
     model_validator,
 )
 
-from hippocampus.schema import (
+from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
     CONDENSER_TIMEOUT_S,
     DLQ_RETENTION_DAYS,
     LLM_TIMEOUTS_PER_CONDENSATION,
     QUEUE_RETENTION_DAYS,
+    SERVICE_NAME,
+    LlmProviderName,
+    condensation_budget_s,
+    default_model,
 )
 
 CONTEXT_KEY: Final = "hippocampus"
@@ -41,7 +45,6 @@ LOG_RETENTION_DAYS: Final = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
 
-LlmProvider = Literal["openai", "bedrock", "offline"]
 Architecture = Literal["arm64", "x86_64"]
 
 Stage = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,19}$")]
@@ -70,9 +73,10 @@ class DeploymentConfig(BaseModel):
         None, ge=1, le=3650, description="DynamoDB TTL of a memory, refreshed on write (None: keep forever)."
     )
 
-    llm_provider: LlmProvider = Field("offline", description="openai, bedrock, or offline (no LLM).")
+    llm_provider: LlmProviderName = Field("offline", description="openai, bedrock, or offline (no LLM).")
     llm_model: ModelId | None = Field(
-        None, description="Model id; gpt-4o-mini by default for openai, required for bedrock."
+        None,
+        description="Model id; by default gpt-4o-mini for openai and amazon.nova-lite-v1:0 for bedrock.",
     )
     llm_base_url: HttpsUrl | None = Field(None, description="OpenAI-compatible endpoint (openai only).")
     llm_secret_name: SecretName | None = Field(
@@ -116,15 +120,13 @@ class DeploymentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> DeploymentConfig:
-        if self.llm_provider == "bedrock" and self.llm_model is None:
-            raise _KeyError("llm_model", "is required when llm_provider is bedrock (a Bedrock model id)")
         if self.llm_provider != "openai":
             for key in ("llm_base_url", "llm_secret_name"):
                 if getattr(self, key) is not None:
                     raise _KeyError(key, "only applies when llm_provider is openai")
         # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
-        ceiling = (CONDENSER_TIMEOUT_S - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
-        if self.llm_timeout_s > ceiling:
+        if condensation_budget_s(self.llm_timeout_s) > CONDENSER_TIMEOUT_S:
+            ceiling = (CONDENSER_TIMEOUT_S - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
             raise _KeyError(
                 "llm_timeout_s",
                 f"must be at most {ceiling:g}: {LLM_TIMEOUTS_PER_CONDENSATION} LLM timeouts must fit in the "
@@ -140,7 +142,8 @@ class DeploymentConfig(BaseModel):
 
     @property
     def resolved_llm_model(self) -> str:
-        return self.llm_model or "gpt-4o-mini"
+        """The configured model, or the provider's default ("" for offline, which has none)."""
+        return self.llm_model or default_model(self.llm_provider) or ""
 
     @property
     def resolved_llm_secret_name(self) -> str | None:
@@ -151,7 +154,7 @@ class DeploymentConfig(BaseModel):
 
     @property
     def name_prefix(self) -> str:
-        return f"hippocampus-{self.stage}"
+        return f"{SERVICE_NAME}-{self.stage}"
 
 
 class _KeyError(ValueError):

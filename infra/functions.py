@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 from infra.assets import BuiltAssets
 from infra.config import DeploymentConfig
 from infra.nag import acknowledge, nag_text

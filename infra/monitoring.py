@@ -14,7 +14,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
 PERIOD: Final = cdk.Duration.minutes(5)

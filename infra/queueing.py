@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
 
@@ -24,7 +24,7 @@ class Queueing(Construct):
         self.dlq = sqs.Queue(
             self,
             "DeadLetterQueue",
-            queue_name=f"{config.stage}-{schema.DLQ_NAME}",
+            queue_name=schema.resource_name(config.stage, schema.DLQ_NAME),
             fifo=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -33,7 +33,7 @@ class Queueing(Construct):
         self.queue = sqs.Queue(
             self,
             "IngestQueue",
-            queue_name=f"{config.stage}-{schema.QUEUE_NAME}",
+            queue_name=schema.resource_name(config.stage, schema.QUEUE_NAME),
             fifo=True,
             content_based_deduplication=False,
             deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
 FunctionName = Literal["get_memory", "ingest", "condenser"]
@@ -88,9 +88,10 @@ def function_environments(
     condenser = {
         **common,
         "MEMORY_LLM_PROVIDER": config.llm_provider,
-        "MEMORY_LLM_MODEL": config.resolved_llm_model,
         "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
     }
+    if config.resolved_llm_model:
+        condenser["MEMORY_LLM_MODEL"] = config.resolved_llm_model
     if config.llm_base_url:
         condenser["OPENAI_BASE_URL"] = config.llm_base_url
     secret_name = config.resolved_llm_secret_name

@@ -9,7 +9,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
 ACCESS_LOG_RETENTION_DAYS = 90

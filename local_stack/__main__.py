@@ -8,12 +8,8 @@ import sys
 import threading
 from types import FrameType
 
-from local_stack.paths import ensure_importable
-
-ensure_importable()  # before anything imports `hippocampus` or `infra`
-
-from local_stack.runtime import FunctionError  # noqa: E402
-from local_stack.stack import LocalStack, StackOptions  # noqa: E402
+from local_stack.runtime import FunctionError
+from local_stack.stack import LocalStack, StackOptions
 
 DEFAULT_PORT = 3000
 READY_LINE = "Hippocampus local stack ready on {url}"

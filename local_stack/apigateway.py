@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from hippocampus import routes
+from hippocampus.contracts import routes
 from local_stack.runtime import ACCOUNT_ID, FunctionError
 
 LOOPBACK = "127.0.0.1"

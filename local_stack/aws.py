@@ -17,12 +17,14 @@ from botocore.config import Config
 from moto.server import ThreadedMotoServer
 from moto.sqs import models as sqs_models
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 
 DUMMY_ACCESS_KEY_ID = "local"
 DUMMY_SECRET_ACCESS_KEY = "local"  # noqa: S105 - moto accepts any credentials
 DEFAULT_REGION = "us-east-1"
 LOOPBACK = "127.0.0.1"
+# Local resources are named like a deployed stage called "local".
+LOCAL_STAGE = "local"
 _DAY_S = 86_400
 
 
@@ -153,21 +155,21 @@ def provision(endpoint_url: str | None, region: str, retention: Retention) -> Re
 
     _create_table(
         dynamodb,
-        schema.TABLE_NAME,
+        schema.resource_name(LOCAL_STAGE, schema.TABLE_NAME),
         keys=[(schema.TABLE_PARTITION_KEY, "HASH"), (schema.TABLE_SORT_KEY, "RANGE")],
         ttl_attribute=schema.TABLE_TTL_ATTRIBUTE,
         deletion_protection=True,
     )
     _create_table(
         dynamodb,
-        schema.IDEMPOTENCY_TABLE_NAME,
+        schema.resource_name(LOCAL_STAGE, schema.IDEMPOTENCY_TABLE_NAME),
         keys=[(schema.IDEMPOTENCY_PARTITION_KEY, "HASH")],
         ttl_attribute=schema.IDEMPOTENCY_TTL_ATTRIBUTE,
     )
-    _create_bucket(s3, schema.BUCKET_NAME, region, retention)
+    _create_bucket(s3, schema.resource_name(LOCAL_STAGE, schema.BUCKET_NAME), region, retention)
 
     dlq_url = sqs.create_queue(
-        QueueName=schema.DLQ_NAME,
+        QueueName=schema.resource_name(LOCAL_STAGE, schema.DLQ_NAME),
         Attributes={
             "FifoQueue": "true",
             "ContentBasedDeduplication": "false",
@@ -177,7 +179,7 @@ def provision(endpoint_url: str | None, region: str, retention: Retention) -> Re
     )["QueueUrl"]
     dlq_arn = _queue_arn(sqs, dlq_url)
     queue_url = sqs.create_queue(
-        QueueName=schema.QUEUE_NAME,
+        QueueName=schema.resource_name(LOCAL_STAGE, schema.QUEUE_NAME),
         Attributes={
             "FifoQueue": "true",
             # The ingest function sets explicit deduplication ids.
@@ -195,9 +197,9 @@ def provision(endpoint_url: str | None, region: str, retention: Retention) -> Re
     )["QueueUrl"]
     return Resources(
         region=region,
-        table_name=schema.TABLE_NAME,
-        idempotency_table_name=schema.IDEMPOTENCY_TABLE_NAME,
-        bucket_name=schema.BUCKET_NAME,
+        table_name=schema.resource_name(LOCAL_STAGE, schema.TABLE_NAME),
+        idempotency_table_name=schema.resource_name(LOCAL_STAGE, schema.IDEMPOTENCY_TABLE_NAME),
+        bucket_name=schema.resource_name(LOCAL_STAGE, schema.BUCKET_NAME),
         queue_url=queue_url,
         queue_arn=_queue_arn(sqs, queue_url),
         dlq_url=dlq_url,

@@ -23,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hippocampus.schema import CONDENSER_BATCH_SIZE
+from hippocampus.contracts.names import CONDENSER_BATCH_SIZE
 from local_stack.runtime import FunctionError
 
 RETRY_VISIBILITY_S = 2

@@ -73,9 +73,6 @@ def main() -> None:
         # Metrics are off locally (see environment.py): Powertools' "nothing to publish" warning is noise.
         warnings.filterwarnings("ignore", message="No application metrics to publish")
     arguments = json.loads(sys.argv[1])
-    for entry in reversed(arguments["sys_path"]):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
     connection = Connection(int(arguments["fd"]))
     try:
         _serve(connection, arguments["name"], Path(arguments["handler_path"]))

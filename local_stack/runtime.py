@@ -54,13 +54,12 @@ class LambdaContext:
 
 
 @dataclass(frozen=True)
-class FunctionSpec:
+class LocalFunctionSpec:
     name: str
     handler_path: Path
     timeout_s: int
     memory_mb: int
     region: str
-    sys_path: tuple[str, ...] = ()
 
     @property
     def function_name(self) -> str:
@@ -77,14 +76,13 @@ class FunctionError(RuntimeError):
 class _Worker:
     """One execution environment: `python -m local_stack.lambda_worker`, talking over a socket pair."""
 
-    def __init__(self, spec: FunctionSpec, number: int) -> None:
+    def __init__(self, spec: LocalFunctionSpec, number: int) -> None:
         parent_socket, child_socket = socket.socketpair()
         self.number = number
         arguments = json.dumps(
             {
                 "name": spec.name,
                 "handler_path": str(spec.handler_path),
-                "sys_path": list(spec.sys_path),
                 "fd": child_socket.fileno(),
             }
         )
@@ -138,7 +136,7 @@ class _Worker:
 class LocalFunction:
     """One function: up to `concurrency` execution environments, each serving one event at a time."""
 
-    def __init__(self, spec: FunctionSpec, concurrency: int) -> None:
+    def __init__(self, spec: LocalFunctionSpec, concurrency: int) -> None:
         self.spec = spec
         self.arn = f"arn:aws:lambda:{spec.region}:{ACCOUNT_ID}:function:{spec.function_name}"
         self._slots = threading.BoundedSemaphore(concurrency)

@@ -14,8 +14,8 @@ from local_stack.apigateway import ApiGateway, ApiServer
 from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret
 from local_stack.environment import aws_region, runtime_environment
 from local_stack.event_source import SqsEventSource
-from local_stack.paths import CORE_LAYER, FUNCTIONS_DIR
-from local_stack.runtime import FunctionSpec, LocalFunction
+from local_stack.paths import FUNCTIONS_DIR
+from local_stack.runtime import LocalFunction, LocalFunctionSpec
 
 log = logging.getLogger("local_stack")
 
@@ -91,13 +91,12 @@ class LocalStack:
 
         for name in FUNCTIONS:
             function = deployment.functions[name]
-            spec = FunctionSpec(
+            spec = LocalFunctionSpec(
                 name=name,
                 handler_path=self.options.functions_dir / name / "handler.py",
                 timeout_s=function.timeout_s,
                 memory_mb=function.memory_mb,
                 region=region,
-                sys_path=(str(CORE_LAYER),),
             )
             self.functions[name] = LocalFunction(spec, self.options.concurrency)
         # One environment of each function now, in parallel: a broken handler fails at start-up with

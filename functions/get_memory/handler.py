@@ -3,7 +3,6 @@
 Nothing heavy is imported here: no openai, no X-Ray SDK — this is the latency-critical path.
 """
 
-from hippocampus.http import api_function
-from hippocampus.read_api import DIRECT_ACTIONS, router
+from hippocampus.wiring import get_memory_handler
 
-lambda_handler = api_function(router, DIRECT_ACTIONS)
+lambda_handler = get_memory_handler()

@@ -5,7 +5,7 @@ from urllib.parse import quote
 import pytest
 from e2e_support import MARKER, Api, assert_envelope, marker, stub_calls_with, unique, wait_for
 
-from hippocampus import routes
+from hippocampus.contracts import routes
 from infra.config import config_from_cdk_json
 
 pytestmark = pytest.mark.e2e

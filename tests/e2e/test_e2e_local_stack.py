@@ -15,7 +15,8 @@ import boto3
 import pytest
 from e2e_support import ROOT, LocalStackProcess
 
-from hippocampus import routes, schema
+from hippocampus.contracts import names as schema
+from hippocampus.contracts import routes
 from local_stack.apigateway import PROXY_RESOURCE, HttpRequest, build_event, map_response
 from local_stack.aws import free_port
 from local_stack.event_source import failed_message_ids, sqs_record

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from e2e_support import MARKER, Api, marker, stub_calls_with, wait_for
 
-from hippocampus import schema
+from hippocampus.contracts import names as schema
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def _dlq_bodies(endpoint: str) -> list[str]:
         aws_access_key_id="x",
         aws_secret_access_key="x",
     )
-    url = sqs.get_queue_url(QueueName=schema.DLQ_NAME)["QueueUrl"]
+    url = sqs.get_queue_url(QueueName=schema.resource_name("local", schema.DLQ_NAME))["QueueUrl"]
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0).get(
         "Messages", []
     )

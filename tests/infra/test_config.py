@@ -81,7 +81,6 @@ def test_no_context_gives_defaults() -> None:
         (ctx(log_retention_days=10), "hippocampus.log_retention_days", "must be one of"),
         (ctx(architecture="arm"), "hippocampus.architecture", "'arm64' or 'x86_64'"),
         (ctx(llm_provider="gpt"), "hippocampus.llm_provider", "'openai', 'bedrock' or 'offline'"),
-        (ctx(llm_provider="bedrock"), "hippocampus.llm_model", "required when llm_provider is bedrock"),
         (ctx(llm_base_url="https://x.example/v1"), "hippocampus.llm_base_url", "only applies"),
         (ctx(llm_provider="openai", llm_base_url="http://x"), "hippocampus.llm_base_url", "pattern"),
         (ctx(llm_secret_name="k"), "hippocampus.llm_secret_name", "only applies when llm_provider is openai"),

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from hippocampus import schema
-from hippocampus.routes import ROUTES
+from hippocampus.contracts import names as schema
+from hippocampus.contracts.routes import ROUTES
 from infra.api import GATEWAY_ERRORS
 from tests.infra.helpers import (
     Synth,
@@ -147,8 +147,8 @@ def test_buckets_private_encrypted_tls_only(synth: Synth) -> None:
 
 
 def queues(synth: Synth) -> tuple[dict[str, Any], dict[str, Any], str]:
-    _, queue = single(synth, "AWS::SQS::Queue", QueueName=f"dev-{schema.QUEUE_NAME}")
-    dlq_id, dlq = single(synth, "AWS::SQS::Queue", QueueName=f"dev-{schema.DLQ_NAME}")
+    _, queue = single(synth, "AWS::SQS::Queue", QueueName="hippocampus-dev-ingest.fifo")
+    dlq_id, dlq = single(synth, "AWS::SQS::Queue", QueueName="hippocampus-dev-ingest-dlq.fifo")
     return queue, dlq, dlq_id
 
 
@@ -190,7 +190,7 @@ def test_condenser_event_source_reports_batch_item_failures(synth: Synth) -> Non
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["BatchSize"] == schema.CONDENSER_BATCH_SIZE
     assert props["FunctionName"] == {"Ref": synth.function_id("condenser")}
-    queue_id = single(synth, "AWS::SQS::Queue", QueueName=f"dev-{schema.QUEUE_NAME}")[0]
+    queue_id = single(synth, "AWS::SQS::Queue", QueueName="hippocampus-dev-ingest.fifo")[0]
     assert props["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
 
 
@@ -248,7 +248,7 @@ def test_environment(synth: Synth) -> None:
     assert "MEMORY_QUEUE_URL" not in env(synth, "get_memory")
     condenser = env(synth, "condenser")
     assert condenser["MEMORY_LLM_PROVIDER"] == "offline"
-    assert condenser["MEMORY_LLM_MODEL"] == "gpt-4o-mini"
+    assert "MEMORY_LLM_MODEL" not in condenser  # offline: no model
     assert float(condenser["MEMORY_LLM_TIMEOUT_S"]) == config.llm_timeout_s
     assert "MEMORY_LLM_API_KEY_SECRET" not in condenser  # offline: no secret, no grant
     for name in ("get_memory", "ingest"):
@@ -291,8 +291,10 @@ def test_layers_and_code_ship_unchecked_hash_pyc_for_313(synth: Synth) -> None:
             # PEP 552 flags: 0b01 = hash-based, not checked against the source.
             assert {int.from_bytes(header[4:8], "little") for header in headers} == {1}, directory
     core = next(d for d in layer_dirs(synth, "get_memory") if (d / "python" / "hippocampus").is_dir())
-    assert (core / "python" / "hippocampus" / "routes.py").is_file()
-    assert (core / "python" / "hippocampus" / "__pycache__" / "routes.cpython-313.pyc").is_file()
+    assert (core / "python" / "hippocampus" / "contracts" / "routes.py").is_file()
+    assert (
+        core / "python" / "hippocampus" / "contracts" / "__pycache__" / "routes.cpython-313.pyc"
+    ).is_file()
     deps = next(d for d in layer_dirs(synth, "get_memory") if (d / "python" / "pydantic").is_dir())
     assert (deps / "python" / "pydantic" / "main.pyc").is_file()  # bytecode only
     assert not (deps / "python" / "pydantic" / "main.py").exists()
@@ -554,7 +556,7 @@ def test_alarms(synth: Synth) -> None:
     dlq = alarms[f"{prefix}-dlq-not-empty"]
     assert dlq["MetricName"] == "ApproximateNumberOfMessagesVisible" and dlq["Namespace"] == "AWS/SQS"
     assert dlq["Threshold"] == 1 and dlq["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
-    dlq_id = single(synth, "AWS::SQS::Queue", QueueName=f"dev-{schema.DLQ_NAME}")[0]
+    dlq_id = single(synth, "AWS::SQS::Queue", QueueName="hippocampus-dev-ingest-dlq.fifo")[0]
     assert dlq["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
 
     errors = alarms[f"{prefix}-condenser-errors"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from hippocampus.openapi import openapi_document
+from hippocampus.api.openapi import openapi_document
 from infra.assets import find_runtime_python
 from tests.infra.helpers import (
     Synth,
@@ -137,14 +137,14 @@ function = sys.argv[2]
 started = time.perf_counter()
 import handler
 elapsed = time.perf_counter() - started
-from hippocampus import runtime
-from hippocampus.observability import make_tracing
+from hippocampus import wiring as runtime
+from hippocampus.adapters.tracing import make_tracing
 from hippocampus.settings import load_settings
 settings = load_settings()
 HEAVY = {"openai", "aws_xray_sdk", "httpx2", "boto3"}
 heavy = sorted({m.split(".")[0] for m in sys.modules} & HEAVY)
 # The function's services, as its first request builds them (adapters stay lazy).
-{"get_memory": runtime.read_service, "ingest": runtime.write_service,
+{"get_memory": runtime.read_service, "ingest": runtime.idempotent_ingest,
  "condenser": runtime.consolidation_service}[function]()
 heavy_after_services = sorted({m.split(".")[0] for m in sys.modules} & HEAVY)
 xray_sdk = None

@@ -2,7 +2,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hippocampus import runtime, schema
+from hippocampus import wiring as runtime
+from hippocampus.contracts import names as schema
 from tests.support.lambda_harness import Service
 from tests.support.moto_resources import create_resources
 

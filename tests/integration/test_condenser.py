@@ -3,8 +3,8 @@
 import boto3
 import pytest
 
-from hippocampus.condense import NEW_CONTENT_BEGIN, NEW_CONTENT_END
-from hippocampus.ports import LlmResult
+from hippocampus.contracts.ports import LlmResult
+from hippocampus.contracts.prompt_format import NEW_CONTENT_BEGIN, NEW_CONTENT_END
 
 USER = "/v1/tenants/acme/users/alice/memory"
 
@@ -34,10 +34,10 @@ class FakeLlm:
 
 @pytest.fixture
 def llm(monkeypatch):
-    import hippocampus.llm
+    import hippocampus.adapters.llm
 
     fake = FakeLlm()
-    monkeypatch.setattr(hippocampus.llm, "make_provider", lambda settings, *a, **k: fake)
+    monkeypatch.setattr(hippocampus.adapters.llm, "make_language_model", lambda settings, *a, **k: fake)
     monkeypatch.setenv("MEMORY_MAX_WORDS", "200")
     return fake
 
@@ -196,7 +196,7 @@ def test_failed_job_can_be_sent_again(service, llm):
 
 
 def test_custom_prompt_template_is_used(service, llm, monkeypatch):
-    from hippocampus import runtime
+    from hippocampus import wiring as runtime
 
     monkeypatch.setenv(
         "MEMORY_CONDENSE_PROMPT",
@@ -209,8 +209,8 @@ def test_custom_prompt_template_is_used(service, llm, monkeypatch):
 
 
 def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
-    from hippocampus import runtime
-    from hippocampus.settings import ConfigurationError
+    from hippocampus import wiring as runtime
+    from hippocampus.contracts.errors import ConfigurationError
     from tests.support.lambda_harness import load_handler
 
     monkeypatch.setenv("MEMORY_CONDENSE_PROMPT", "{{NEW_CONTENT}} {{MOOD}}")

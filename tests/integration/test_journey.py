@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hippocampus import routes
+from hippocampus.contracts import routes
 
 USER = "/v1/tenants/acme/users/alice/memory"
 

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
+from hippocampus.contracts.ports import LlmResult
 from hippocampus.observability import logger
-from hippocampus.ports import LlmResult
 
 USER = "/v1/tenants/acme/users/alice/memory"
 
@@ -55,9 +55,11 @@ class VerboseLlm:
 
 @pytest.fixture
 def verbose_llm(monkeypatch):
-    import hippocampus.llm
+    import hippocampus.adapters.llm
 
-    monkeypatch.setattr(hippocampus.llm, "make_provider", lambda settings, *a, **k: VerboseLlm(3 * 50))
+    monkeypatch.setattr(
+        hippocampus.adapters.llm, "make_language_model", lambda settings, *a, **k: VerboseLlm(3 * 50)
+    )
 
 
 def test_metrics_of_a_full_cycle(service, verbose_llm, capsys):

@@ -6,10 +6,11 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from hippocampus.condense import SYSTEM_PROMPT, CondenseInput, Condenser
-from hippocampus.llm import make_provider
-from hippocampus.llm.offline import extract_blocks
-from hippocampus.llm.openai_provider import OpenAIProvider
+from hippocampus.adapters.llm import make_language_model
+from hippocampus.adapters.llm.offline import extract_blocks
+from hippocampus.adapters.llm.openai_chat import OpenAIChat
+from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.prompt import SYSTEM_PROMPT, CondenseInput
 from hippocampus.settings import Settings
 from tests.support.openai_stub import OpenAIStub
 
@@ -20,8 +21,8 @@ def stub() -> Iterator[OpenAIStub]:
         yield server
 
 
-def provider_for(stub: OpenAIStub, timeout_s: float = 5.0, api_key: str = "sk-test") -> OpenAIProvider:
-    return OpenAIProvider(model="gpt-4o-mini", api_key=api_key, timeout_s=timeout_s, base_url=stub.base_url)
+def provider_for(stub: OpenAIStub, timeout_s: float = 5.0, api_key: str = "sk-test") -> OpenAIChat:
+    return OpenAIChat(model="gpt-4o-mini", api_key=api_key, timeout_s=timeout_s, base_url=stub.base_url)
 
 
 def test_request_shape_and_parsing(stub: OpenAIStub) -> None:
@@ -90,7 +91,7 @@ def test_key_from_secret_reaches_the_server(stub: OpenAIStub, monkeypatch: pytes
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEMORY_LLM_API_KEY_SECRET", "hippocampus/llm")
     monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
-    provider = make_provider(Settings(), secret_reader=lambda name: '{"api_key": "sk-secret"}')
+    provider = make_language_model(Settings(), secret_reader=lambda name: '{"api_key": "sk-secret"}')
     provider.complete("s", "p")
     assert stub.last_request.headers["authorization"] == "Bearer sk-secret"
 

@@ -36,7 +36,7 @@ def capture_trace_headers(sqs_client):
 
 
 def test_trace_crosses_the_queue(spans, service):
-    from hippocampus.adapters import aws
+    from hippocampus.adapters import aws_clients as aws
 
     sent = capture_trace_headers(aws.client("sqs"))
     job_id = service.call("POST", USER, {"items": [{"text": "Alice sells candles."}]}).body["jobs"][0][

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hippocampus import routes, schema
+from hippocampus.contracts import names as schema
+from hippocampus.contracts import routes
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

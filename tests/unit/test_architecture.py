@@ -1,58 +1,182 @@
-"""Structural promises: thin handlers, boto3 only in adapters, a light read path."""
+"""The house rules of docs/architecture.md "Layers", read from the code's own imports (ast).
+
+contracts ← domain ← api ← wiring, adapters ← wiring; no cycle anywhere in the package.
+"""
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "layers/core/python/hippocampus"
-ADAPTERS = {PACKAGE / "adapters", PACKAGE / "llm"}
+SRC = ROOT / "layers/core/src"
+PACKAGE = SRC / "hippocampus"
+MAX_CORE_FILE_LINES = 300
 
 
-def imported_modules(path: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def imports_of(path: Path) -> Iterator[tuple[str, ast.AST]]:
+    """Every module `path` imports, anywhere in the file (lazy and type-only imports included)."""
     tree = ast.parse(path.read_text())
-    names = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module.split(".")[0])
-    return names
+            for alias in node.names:
+                yield alias.name, node
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                ).strip(".")
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                yield (child if child in MODULES else base), node
+
+
+def internal_imports(name: str) -> set[str]:
+    return {target for target, _ in imports_of(MODULES[name]) if target in MODULES and target != name}
+
+
+def layer_of(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "package"
+
+
+def external_roots(name: str) -> set[str]:
+    return {target for target, _ in imports_of(MODULES[name]) if not target.startswith("hippocampus")}
+
+
+FORBIDDEN = {
+    "contracts": (
+        "hippocampus.domain",
+        "hippocampus.api",
+        "hippocampus.adapters",
+        "hippocampus.wiring",
+        "hippocampus.settings",
+        "hippocampus.observability",
+        "boto3",
+        "botocore",
+        "aws_lambda_powertools",
+    ),
+    "domain": (
+        "hippocampus.api",
+        "hippocampus.adapters",
+        "hippocampus.wiring",
+        "hippocampus.settings",
+        "boto3",
+        "botocore",
+        "aws_lambda_powertools",
+        "os",
+    ),
+    "api": ("hippocampus.adapters", "hippocampus.wiring", "hippocampus.settings", "boto3"),
+    "adapters": ("hippocampus.domain", "hippocampus.api", "hippocampus.wiring"),
+    "observability": (
+        "hippocampus.domain",
+        "hippocampus.api",
+        "hippocampus.adapters",
+        "hippocampus.wiring",
+        "hippocampus.settings",
+        "boto3",
+        "botocore",
+    ),
+    "settings": (
+        "hippocampus.domain",
+        "hippocampus.api",
+        "hippocampus.adapters",
+        "hippocampus.wiring",
+        "boto3",
+        "botocore",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_each_layer_imports_only_what_its_rules_allow(name):
+    forbidden = FORBIDDEN.get(layer_of(name), ())
+    offending = sorted(
+        target
+        for target, _ in imports_of(MODULES[name])
+        if any(target == rule or target.startswith(rule + ".") for rule in forbidden)
+    )
+    assert offending == [], f"{name} ({layer_of(name)}) must not import {offending}"
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of `graph` (module → modules it imports), or None."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for name in sorted(graph):
+        if name not in state and (cycle := visit(name)):
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    cycle = find_cycle({name: internal_imports(name) for name in MODULES})
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_only_adapters_import_boto3():
-    offenders = [
-        path.relative_to(ROOT)
-        for path in [*PACKAGE.rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
-        if "boto3" in imported_modules(path) and not any(adapter in path.parents for adapter in ADAPTERS)
-    ]
-    assert offenders == []
+    for name in MODULES:
+        if "boto3" in {root.split(".")[0] for root in external_roots(name)}:
+            assert layer_of(name) == "adapters", name
+
+
+def test_core_files_stay_small():
+    long_files = {
+        name: lines for name, path in MODULES.items() if (lines := len(path.read_text().splitlines())) > 300
+    }
+    assert long_files == {}
 
 
 def test_handlers_stay_thin():
     for handler in (ROOT / "functions").glob("*/handler.py"):
-        assert len(handler.read_text().splitlines()) <= 60, handler
+        assert len(handler.read_text().splitlines()) <= 20, handler
 
 
-def test_read_path_import_loads_neither_openai_nor_xray_sdk():
+def test_read_path_import_loads_neither_openai_nor_xray_sdk_nor_write_routes():
     script = f"""
 import sys, os
-sys.path[:0] = [{str(PACKAGE.parent)!r}]
 os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
                   AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
 import importlib.util
 spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/get_memory/handler.py")!r})
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-from hippocampus import runtime
-runtime.read_service()
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx"))
+from hippocampus import wiring
+wiring.read_service()
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx")
+               or m in ("hippocampus.api.write_routes", "aws_lambda_powertools.utilities.idempotency"))
 print(",".join(heavy))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
-
-
-def test_runtime_never_reads_os_environ_directly():
-    for path in PACKAGE.rglob("*.py"):
-        assert "os.environ" not in path.read_text(), path

@@ -5,27 +5,28 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import pytest
 
-from hippocampus.condense import (
-    BUILT_IN_TEMPLATE,
-    FIRMER_INSTRUCTION,
+from hippocampus.adapters.llm.offline import extract_blocks
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.contracts.models import IngestItem
+from hippocampus.contracts.ports import LlmResult
+from hippocampus.contracts.prompt_format import (
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
     OLD_MEMORY_BEGIN,
     OLD_MEMORY_END,
     PLACEHOLDERS,
+    count_words,
+)
+from hippocampus.domain.budget import clean_answer, fit_budget
+from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.prompt import (
+    BUILT_IN_TEMPLATE,
+    FIRMER_INSTRUCTION,
     SYSTEM_PROMPT,
     CondenseInput,
-    Condenser,
     PromptTemplate,
-    clean_answer,
-    count_words,
-    fit_budget,
     neutralise,
 )
-from hippocampus.llm.offline import extract_blocks
-from hippocampus.models import IngestItem
-from hippocampus.ports import LlmResult
-from hippocampus.settings import ConfigurationError
 
 
 class ScriptedLlm:

@@ -10,22 +10,22 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from hippocampus.condense import (
+from hippocampus.adapters.llm import make_language_model
+from hippocampus.adapters.llm.bedrock import BedrockChat
+from hippocampus.adapters.llm.offline import OfflineModel, extract_blocks
+from hippocampus.adapters.llm.openai_chat import OpenAIChat, api_key_source, key_from_secret, read_secret
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.contracts.names import DEFAULT_BEDROCK_MODEL
+from hippocampus.contracts.prompt_format import (
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
     OLD_MEMORY_BEGIN,
     OLD_MEMORY_END,
-    SYSTEM_PROMPT,
-    CondenseInput,
-    Condenser,
-    PromptTemplate,
     count_words,
 )
-from hippocampus.llm import make_provider
-from hippocampus.llm.bedrock import BedrockProvider
-from hippocampus.llm.offline import OfflineProvider, extract_blocks
-from hippocampus.llm.openai_provider import OpenAIProvider, api_key_source, key_from_secret, read_secret
-from hippocampus.settings import ConfigurationError, Settings
+from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.prompt import SYSTEM_PROMPT, CondenseInput, PromptTemplate
+from hippocampus.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 _LLM_ENV = [
@@ -62,20 +62,20 @@ def prompt_for(old: str | None, new: str, template: PromptTemplate | None = None
 
 
 def test_offline_by_default(settings_from_env) -> None:
-    provider = make_provider(settings_from_env(MEMORY_MAX_WORDS="30"))
-    assert isinstance(provider, OfflineProvider) and provider.name == "offline" and provider.max_words == 30
+    provider = make_language_model(settings_from_env(MEMORY_MAX_WORDS="30"))
+    assert isinstance(provider, OfflineModel) and provider.name == "offline" and provider.max_words == 30
 
 
 def test_openai_with_a_key(settings_from_env) -> None:
     settings = settings_from_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:1/v1")
-    provider = make_provider(settings)
-    assert isinstance(provider, OpenAIProvider) and provider.name == "openai"
+    provider = make_language_model(settings)
+    assert isinstance(provider, OpenAIChat) and provider.name == "openai"
     assert provider.model == "gpt-4o-mini"
 
 
 def test_openai_without_a_key_fails_fast(settings_from_env) -> None:
     with pytest.raises(ConfigurationError) as error:
-        make_provider(settings_from_env(MEMORY_LLM_PROVIDER="openai"))
+        make_language_model(settings_from_env(MEMORY_LLM_PROVIDER="openai"))
     assert "OPENAI_API_KEY" in str(error.value) and "MEMORY_LLM_API_KEY_SECRET" in str(error.value)
 
 
@@ -88,7 +88,7 @@ def test_secret_is_read_lazily_through_the_reader(settings_from_env) -> None:
 
     settings = settings_from_env(MEMORY_LLM_API_KEY_SECRET="hippocampus/llm-key")
     assert settings.provider == "openai"
-    make_provider(settings, secret_reader=reader)
+    make_language_model(settings, secret_reader=reader)
     assert reads == []  # nothing read at start-up: the first call reads it
     source = api_key_source(settings, reader)
     assert callable(source) and source() == "sk-from-secret"
@@ -123,13 +123,15 @@ def test_default_secret_reader_uses_secrets_manager(monkeypatch: pytest.MonkeyPa
         assert read_secret("unit/llm-key") == "sk-managed"
 
 
-def test_bedrock_needs_a_bedrock_model(settings_from_env) -> None:
-    with pytest.raises(ConfigurationError, match="MEMORY_LLM_MODEL"):
-        make_provider(settings_from_env(MEMORY_LLM_PROVIDER="bedrock"))
-    provider = make_provider(
-        settings_from_env(MEMORY_LLM_PROVIDER="bedrock", MEMORY_LLM_MODEL="amazon.nova-lite-v1:0")
+def test_bedrock_takes_a_bedrock_model_by_default_or_the_one_configured(settings_from_env) -> None:
+    default = make_language_model(settings_from_env(MEMORY_LLM_PROVIDER="bedrock"))
+    assert isinstance(default, BedrockChat) and default.model == DEFAULT_BEDROCK_MODEL
+    chosen = make_language_model(
+        settings_from_env(
+            MEMORY_LLM_PROVIDER="bedrock", MEMORY_LLM_MODEL="anthropic.claude-3-haiku-20240307-v1:0"
+        )
     )
-    assert isinstance(provider, BedrockProvider) and provider.model == "amazon.nova-lite-v1:0"
+    assert isinstance(chosen, BedrockChat) and chosen.model == "anthropic.claude-3-haiku-20240307-v1:0"
 
 
 # --- lazy openai ------------------------------------------------------------------------------
@@ -138,15 +140,14 @@ def test_bedrock_needs_a_bedrock_model(settings_from_env) -> None:
 def test_importing_the_llm_package_loads_neither_openai_nor_boto3(monkeypatch: pytest.MonkeyPatch) -> None:
     code = (
         "import sys\n"
-        "import hippocampus.condense, hippocampus.llm, hippocampus.llm.offline\n"
-        "import hippocampus.llm.openai_provider, hippocampus.llm.bedrock\n"
+        "import hippocampus.domain.condenser, hippocampus.adapters.llm, hippocampus.adapters.llm.offline\n"
+        "import hippocampus.adapters.llm.openai_chat, hippocampus.adapters.llm.bedrock\n"
         "from hippocampus.settings import Settings\n"
-        "provider = hippocampus.llm.make_provider(Settings())\n"
+        "provider = hippocampus.adapters.llm.make_language_model(Settings())\n"
         "assert provider.name == 'openai', provider.name\n"
         "loaded = sorted(m for m in ('openai', 'boto3', 'httpx2') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )
-    monkeypatch.setenv("PYTHONPATH", str(ROOT / "layers" / "core" / "python"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("MEMORY_LLM_PROVIDER", raising=False)
     result = subprocess.run(
@@ -156,7 +157,7 @@ def test_importing_the_llm_package_loads_neither_openai_nor_boto3(monkeypatch: p
 
 
 def test_openai_sdk_is_imported_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    provider = OpenAIProvider(model="m", api_key="sk", timeout_s=1)
+    provider = OpenAIChat(model="m", api_key="sk", timeout_s=1)
     monkeypatch.setitem(sys.modules, "openai", None)  # any `import openai` now fails
     with pytest.raises(ImportError):
         provider.complete("system", "prompt")
@@ -164,7 +165,7 @@ def test_openai_sdk_is_imported_on_first_use(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_openai_client_is_configured_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    provider = OpenAIProvider(model="m", api_key="sk-x", timeout_s=3.5, base_url="http://127.0.0.1:9/v1")
+    provider = OpenAIChat(model="m", api_key="sk-x", timeout_s=3.5, base_url="http://127.0.0.1:9/v1")
     client = provider.client()
     assert provider.client() is client
     assert client.max_retries == 1
@@ -190,7 +191,7 @@ def _bedrock_client() -> Any:
 
 def test_bedrock_converse_request_and_parsing() -> None:
     client = _bedrock_client()
-    provider = BedrockProvider(model="amazon.nova-lite-v1:0", timeout_s=5, client=client)
+    provider = BedrockChat(model="amazon.nova-lite-v1:0", timeout_s=5, client=client)
     with Stubber(client) as stubber:
         stubber.add_response(
             "converse",
@@ -213,12 +214,12 @@ def test_bedrock_errors_propagate() -> None:
     with Stubber(client) as stubber:
         stubber.add_client_error("converse", "ThrottlingException", http_status_code=429)
         with pytest.raises(client.exceptions.ThrottlingException):
-            BedrockProvider(model="m", timeout_s=5, client=client).complete("s", "p")
+            BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p")
 
 
 def test_bedrock_client_created_once_with_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    provider = BedrockProvider(model="m", timeout_s=7)
+    provider = BedrockChat(model="m", timeout_s=7)
     client = provider.client()
     assert provider.client() is client
     assert client.meta.service_model.service_name == "bedrock-runtime"
@@ -231,13 +232,13 @@ def test_bedrock_client_created_once_with_timeouts(monkeypatch: pytest.MonkeyPat
 
 def test_offline_is_deterministic() -> None:
     prompt = prompt_for("Alice sells candles.", "User: I live in Berlin.\nAssistant: Great city!")
-    answers = {OfflineProvider(50).complete(SYSTEM_PROMPT, prompt).text for _ in range(3)}
+    answers = {OfflineModel(50).complete(SYSTEM_PROMPT, prompt).text for _ in range(3)}
     assert answers == {"Alice sells candles. I live in Berlin."}
 
 
 def test_offline_reports_words_as_tokens() -> None:
     prompt = prompt_for(None, "I prefer dark mode.")
-    result = OfflineProvider(50).complete("one two", prompt)
+    result = OfflineModel(50).complete("one two", prompt)
     assert result.completion_tokens == 4 and result.prompt_tokens == 2 + count_words(prompt)
 
 
@@ -247,21 +248,21 @@ def test_offline_drops_small_talk_questions_and_assistant_lines() -> None:
         "Assistant: Sure, I can help. Python 3.13 is a fine choice.\n"
         "It has a new REPL."
     )
-    assert OfflineProvider(50).merge("", new) == "I use Python 3.13 at work."
+    assert OfflineModel(50).merge("", new) == "I use Python 3.13 at work."
 
 
 def test_offline_keeps_old_memory_when_nothing_is_worth_keeping() -> None:
     prompt = prompt_for("Alice sells candles.", "Alice: Hello!\nAssistant: Hi Alice, how are you?\n\nthanks")
-    assert OfflineProvider(50).complete(SYSTEM_PROMPT, prompt).text == "Alice sells candles."
+    assert OfflineModel(50).complete(SYSTEM_PROMPT, prompt).text == "Alice sells candles."
 
 
 def test_offline_newer_sentence_replaces_same_subject() -> None:
-    merged = OfflineProvider(50).merge("I live in Berlin. I sell candles.", "Actually, I live in Munich now.")
+    merged = OfflineModel(50).merge("I live in Berlin. I sell candles.", "Actually, I live in Munich now.")
     assert merged == "I sell candles. I live in Munich now."
 
 
 def test_offline_fits_the_budget_dropping_oldest_first() -> None:
-    provider = OfflineProvider(12)
+    provider = OfflineModel(12)
     merged = provider.merge("I sell candles on Shopify. My dog is called Rex.", "I prefer tea over coffee.")
     assert merged == "My dog is called Rex. I prefer tea over coffee."
     assert count_words(provider.merge("", " ".join(f"w{i}" for i in range(40)))) == 12
@@ -269,7 +270,7 @@ def test_offline_fits_the_budget_dropping_oldest_first() -> None:
 
 def test_offline_without_markers_uses_last_code_block_or_whole_prompt() -> None:
     assert extract_blocks("Summarise:\n```\nI like tea.\n```\nthanks") == ("", "I like tea.\n")
-    assert OfflineProvider(50).complete("s", "I like green tea").text == "I like green tea."
+    assert OfflineModel(50).complete("s", "I like green tea").text == "I like green tea."
 
 
 def test_offline_reads_fences_not_prose_naming_them() -> None:
@@ -284,7 +285,7 @@ def test_offline_reads_fences_not_prose_naming_them() -> None:
 
 
 def test_offline_keeps_durable_facts_through_five_condensations() -> None:
-    condenser = Condenser(OfflineProvider(50), 50)
+    condenser = Condenser(OfflineModel(50), 50)
     turns = [
         CondenseInput(
             pairs=(("Hi! My name is Alice, I sell handmade candles on Shopify.", "Nice to meet you!"),),

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from hippocampus.models import DirectInvocation, IngestItem, IngestRequest, PutMemoryRequest
+from hippocampus.contracts.models import DirectInvocation, IngestItem, IngestRequest, PutMemoryRequest
 
 
 def fields(error: ValidationError) -> list[tuple]:

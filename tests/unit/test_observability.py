@@ -16,52 +16,18 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from hippocampus.observability import (
-    LAMBDA_TRACE_ENV,
-    MetricName,
-    NoTracing,
-    OtelTracing,
-    XRayTracing,
-    content_for_log,
-    logger,
-    make_tracing,
-    metric_unit,
-    metrics,
-    record_metric,
-)
-from hippocampus.schema import METRICS_NAMESPACE, SERVICE_NAME
+from hippocampus.adapters.tracing import LAMBDA_TRACE_ENV, NoTracing, OtelTracing, XRayTracing, make_tracing
+from hippocampus.contracts.names import METRICS_NAMESPACE, SERVICE_NAME
+from hippocampus.observability import MetricName, metrics, record_metric
 from hippocampus.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-CORE = REPO / "layers" / "core" / "python"
 LAMBDA_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 XRAY_HEADER = re.compile(r"^Root=1-[0-9a-f]{8}-[0-9a-f]{24};Parent=[0-9a-f]{16};Sampled=[01]$")
 
 
 def _settings(**values: object) -> Settings:
     return Settings.model_validate(values)
-
-
-# ---------------------------------------------------------------------------------------------
-# Logging
-# ---------------------------------------------------------------------------------------------
-
-
-def test_content_is_redacted_by_default():
-    settings = _settings()
-    assert settings.log_content is False
-    assert content_for_log(settings, "I live in Lisbon") == "<redacted: 16 chars>"
-    assert content_for_log(settings, "") == "<redacted: 0 chars>"
-    assert content_for_log(settings, None) == "<none>"
-
-
-def test_content_is_logged_when_enabled():
-    settings = _settings(MEMORY_LOG_CONTENT="true")
-    assert content_for_log(settings, "I live in Lisbon") == "I live in Lisbon"
-
-
-def test_logger_is_the_service_logger():
-    assert logger.service == SERVICE_NAME
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,29 +48,6 @@ def reset_metric_set(monkeypatch):
 
 def _emf_blobs(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"_aws"' in line]
-
-
-def test_metric_names_and_units():
-    names = {m.value for m in MetricName}
-    assert names == {
-        "MemoryReads",
-        "MemoryMisses",
-        "ItemsIngested",
-        "FactsWritten",
-        "DuplicatesSkipped",
-        "CondensationsOk",
-        "CondensationsFailed",
-        "LlmLatencyMs",
-        "PromptTokens",
-        "CompletionTokens",
-        "SummaryWords",
-        "BudgetCuts",
-        "Deletes",
-        "JobsSkipped",
-        "VersionConflicts",
-    }
-    assert metric_unit(MetricName.LLM_LATENCY_MS).value == "Milliseconds"
-    assert metric_unit(MetricName.PROMPT_TOKENS).value == "Count"
 
 
 def test_record_metric_emits_emf(capsys):
@@ -337,7 +280,7 @@ def test_xray_header_before_first_span_does_not_load_sdk():
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(CORE), "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR", "PATH": "/usr/bin:/bin"}
+    env = {"AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR", "PATH": "/usr/bin:/bin"}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=60
     )
@@ -347,7 +290,7 @@ def test_import_loads_no_xray_sdk_nor_openai_nor_otel_sdk():
     result = _run(
         """
         import sys
-        import hippocampus.observability as obs
+        import hippocampus.adapters.tracing as obs
         tracing = obs.make_tracing("xray")
         tracing.current_trace_header()
         obs.make_tracing("otel")

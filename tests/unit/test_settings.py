@@ -2,7 +2,8 @@
 
 import pytest
 
-from hippocampus.settings import ConfigurationError, load_settings
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.settings import load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +22,6 @@ def test_defaults(monkeypatch):
     settings = load_settings()
     assert settings.max_words == 50
     assert settings.provider == "offline"
-    assert settings.llm_model == "gpt-4o-mini"
     assert settings.llm_timeout_s == 20
     assert settings.log_content is False
     assert settings.tracing_mode == "off"
@@ -31,6 +31,7 @@ def test_provider_defaults_to_openai_with_a_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     settings = load_settings()
     assert settings.provider == "openai"
+    assert settings.model == "gpt-4o-mini"
     assert "sk-test" not in repr(settings)
 
 

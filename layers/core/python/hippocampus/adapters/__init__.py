@@ -1,1 +1,0 @@
-"""Adapters: the only modules that talk to AWS."""

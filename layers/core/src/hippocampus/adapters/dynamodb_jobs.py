@@ -1,0 +1,157 @@
+"""JobStore on the DynamoDB table: one item per ingestion job, `completed` is the applied-job ledger."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hippocampus.adapters.dynamodb_table import (
+    DAY_S,
+    JOB_SK,
+    Table,
+    is_condition_failure,
+    iso,
+    job_pk,
+    key,
+    plain_item,
+    values,
+)
+from hippocampus.contracts.models import Job, JobError, JobStatus
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+
+_NOT_STORED = {PK, SK, TTL}
+
+
+def job_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[str, Any]:
+    """The `Put` of a new job: only where no live job has this id (an expired one counts as absent)."""
+    item = job.model_dump(mode="json") | {
+        PK: job_pk(job.tenant_id, job.job_id),
+        SK: JOB_SK,
+        "generation": generation,
+        "attempt": 1,
+        TTL: table.epoch() + retention_s,
+    }
+    return {
+        "Put": {
+            "TableName": table.name,
+            "Item": values({k: v for k, v in item.items() if v is not None}),
+            "ConditionExpression": f"attribute_not_exists(pk) OR {TTL} <= :now",
+            "ExpressionAttributeValues": values({":now": table.epoch()}),
+        }
+    }
+
+
+def job_update(
+    table: Table,
+    tenant_id: str,
+    job_id: str,
+    status: JobStatus,
+    error: JobError | None,
+    memory_version: int | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The `Update` of a job's status. Never resurrects an unknown job; completed and skipped are
+    final. A failed job may still complete: its message can be redriven from the DLQ."""
+    sets = ["#s = :status", "updated_at = :at"]
+    plain: dict[str, Any] = {":status": status, ":at": iso(now)}
+    removes = []
+    if error is None:
+        removes.append("#e")
+    else:
+        sets.append("#e = :error")
+        plain[":error"] = error.model_dump()
+    if memory_version is not None:
+        sets.append("memory_version = :mv")
+        plain[":mv"] = memory_version
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": key(job_pk(tenant_id, job_id), JOB_SK),
+            "UpdateExpression": expression,
+            "ConditionExpression": "attribute_exists(pk) AND NOT (#s IN (:completed, :skipped))",
+            "ExpressionAttributeNames": {"#s": "status", "#e": "error"},
+            "ExpressionAttributeValues": values(plain | {":completed": "completed", ":skipped": "skipped"}),
+        }
+    }
+
+
+class DynamoJobStore:
+    def __init__(self, table: Table, retention_days: int = 30) -> None:
+        self._table = table
+        self.retention_s = retention_days * DAY_S
+
+    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+        put = job_put(self._table, job, generation, self.retention_s)["Put"]
+        try:
+            self._table.client().put_item(**put)
+            return job, True
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+        existing = self.get_job(job.tenant_id, job.job_id)
+        if existing is None or existing.status != "failed":
+            return existing or job, False
+        return self._requeue_failed(job, generation)
+
+    def _requeue_failed(self, job: Job, generation: int) -> tuple[Job, bool]:
+        """A failed job sent again gets another chance under the same id."""
+        try:
+            self._table.client().update_item(
+                TableName=self._table.name,
+                Key=key(job_pk(job.tenant_id, job.job_id), JOB_SK),
+                UpdateExpression="SET #s = :queued, updated_at = :at, #g = :gen, #a = #a + :one "
+                "REMOVE #e, memory_version",
+                ConditionExpression="#s = :failed",
+                ExpressionAttributeNames={"#s": "status", "#e": "error", "#g": "generation", "#a": "attempt"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":queued": "queued",
+                        ":failed": "failed",
+                        ":at": iso(self._table.now()),
+                        ":gen": generation,
+                        ":one": 1,
+                    }
+                ),
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            return self.get_job(job.tenant_id, job.job_id) or job, False  # another request requeued it first
+        return self.get_job(job.tenant_id, job.job_id) or job, True
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None:
+        response = self._table.client().get_item(
+            TableName=self._table.name, Key=key(job_pk(tenant_id, job_id), JOB_SK), ConsistentRead=True
+        )
+        raw = response.get("Item")
+        return self._job(raw) if raw and not self._table.expired(raw) else None
+
+    def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
+        keys = [key(job_pk(tenant_id, job_id), JOB_SK) for job_id in dict.fromkeys(job_ids)]
+        jobs = (self._job(raw) for raw in self._table.batch_get(keys) if not self._table.expired(raw))
+        return {job.job_id: job for job in jobs}
+
+    def set_job_status(
+        self,
+        tenant_id: str,
+        job_ids: Sequence[str],
+        status: JobStatus,
+        error: JobError | None = None,
+        memory_version: int | None = None,
+    ) -> None:
+        now = self._table.now()
+        for job_id in job_ids:
+            update = job_update(self._table, tenant_id, job_id, status, error, memory_version, now)
+            try:
+                self._table.client().update_item(**update["Update"])
+            except ClientError as failure:
+                if not is_condition_failure(failure):
+                    raise  # a job that expired or was never stored is not worth failing the batch
+
+    @staticmethod
+    def _job(raw: dict[str, Any]) -> Job:
+        return Job.model_validate({k: v for k, v in plain_item(raw).items() if k not in _NOT_STORED})

@@ -1,0 +1,209 @@
+"""MemoryStore on the DynamoDB table: the summary item, the facts and the tombstone of each user."""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hippocampus.adapters.dynamodb_jobs import job_put, job_update
+from hippocampus.adapters.dynamodb_table import (
+    DAY_S,
+    FACT_PREFIX,
+    MEMORY_SK,
+    Table,
+    is_condition_failure,
+    iso,
+    key,
+    plain_item,
+    user_pk,
+    values,
+)
+from hippocampus.contracts.models import Fact, Job
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.ports import MemoryState, MemoryWrite
+
+
+class DynamoMemoryStore:
+    def __init__(
+        self, table: Table, memory_ttl_days: int | None = None, job_retention_days: int = 30
+    ) -> None:
+        self._table = table
+        self._memory_ttl_s = memory_ttl_days * DAY_S if memory_ttl_days else None
+        self._job_retention_s = job_retention_days * DAY_S
+
+    def read_memory(self, tenant_id: str, user_id: str, with_facts: bool) -> tuple[MemoryState, list[Fact]]:
+        pk = user_pk(tenant_id, user_id)
+        if not with_facts:
+            return self._memory_state(self._get_memory_item(pk)), []
+        memory_raw: dict[str, Any] | None = None
+        facts: list[dict[str, Any]] = []
+        for raw in self._table.query_partition(pk):
+            sk = raw[SK]["S"]
+            if sk == MEMORY_SK:
+                memory_raw = raw
+            elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
+                facts.append(plain_item(raw))
+        state = self._memory_state(memory_raw)
+        # A fact of an earlier generation is one a delete has not finished erasing: never shown.
+        return state, [_fact(item) for item in facts if int(item.get("generation", 0)) == state.generation]
+
+    def read_generation(self, tenant_id: str, user_id: str) -> int:
+        raw = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")
+        return int(raw.get("generation", {}).get("N", "0")) if raw else 0
+
+    def write_memory(self, write: MemoryWrite) -> None:
+        now = self._table.now()
+        names = {"#v": "version", "#g": "generation", "#m": "memory"}
+        plain: dict[str, Any] = {
+            ":expected": write.expected_version,
+            ":gen": write.generation,
+            ":new": write.expected_version + 1,
+            ":memory": write.memory,
+            ":words": write.word_count,
+            ":at": iso(write.updated_at),
+            ":jobs": list(write.completed_job_ids),
+        }
+        update = (
+            "SET #v = :new, #g = :gen, #m = :memory, word_count = :words, updated_at = :at, job_ids = :jobs"
+        )
+        if self._memory_ttl_s:
+            update += f", {TTL} = :ttl"
+            plain[":ttl"] = self._table.epoch() + self._memory_ttl_s
+        condition = "(#v = :expected AND #g = :gen)"
+        if write.expected_version == 0:
+            # Absent attributes mean version 0 (an item may hold only the generation so far), and so
+            # does an expired memory that DynamoDB has not removed yet.
+            condition = "(attribute_not_exists(#v) AND #g = :gen) OR " + condition
+            if self._memory_ttl_s:
+                condition += f" OR (#g = :gen AND {TTL} <= :now)"
+                plain[":now"] = self._table.epoch()
+            if write.generation == 0:
+                condition = "attribute_not_exists(pk) OR " + condition
+        memory_update = {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": key(user_pk(write.tenant_id, write.user_id), MEMORY_SK),
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values(plain),
+            }
+        }
+        # The ledger: each applied job turns `completed` atomically with the version that applied it.
+        ledger = [
+            job_update(
+                self._table, write.tenant_id, job_id, "completed", None, write.expected_version + 1, now
+            )
+            for job_id in write.completed_job_ids
+        ]
+        self._table.transact([memory_update, *ledger])
+
+    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+        pk = user_pk(tenant_id, user_id)
+        fact_item: dict[str, Any] = {
+            PK: pk,
+            SK: FACT_PREFIX + fact.id,
+            "id": fact.id,
+            "text": fact.text,
+            # JSON text: metadata may hold floats, which DynamoDB maps cannot take as they are.
+            "metadata": json.dumps(fact.metadata, separators=(",", ":")),
+            "additional_metadata": json.dumps(fact.additional_metadata, separators=(",", ":")),
+            "updated_at": iso(fact.updated_at),
+            "generation": generation,
+        }
+        if self._memory_ttl_s:
+            fact_item[TTL] = self._table.epoch() + self._memory_ttl_s
+        generation_check = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
+        self._table.transact(
+            [
+                {"Put": {"TableName": self._table.name, "Item": values(fact_item)}},
+                job_put(self._table, job, generation, self._job_retention_s),
+                {
+                    # Written only while the user is not deleted since the request read it.
+                    "ConditionCheck": {
+                        "TableName": self._table.name,
+                        "Key": key(pk, MEMORY_SK),
+                        "ConditionExpression": generation_check,
+                        "ExpressionAttributeNames": {"#g": "generation"},
+                        "ExpressionAttributeValues": values({":gen": generation}),
+                    }
+                },
+            ]
+        )
+
+    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
+        try:
+            self._table.client().delete_item(
+                TableName=self._table.name,
+                Key=key(user_pk(tenant_id, user_id), FACT_PREFIX + fact_id),
+                ConditionExpression="attribute_exists(pk)",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def erase_user(self, tenant_id: str, user_id: str) -> int:
+        pk = user_pk(tenant_id, user_id)
+        # The tombstone first: from here on, every queued item of the old generation is skipped.
+        result = self._table.client().update_item(
+            TableName=self._table.name,
+            Key=key(pk, MEMORY_SK),
+            UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, #v = :zero, "
+            "word_count = :zero REMOVE #m, updated_at, job_ids, " + TTL,
+            ExpressionAttributeNames={"#m": "memory", "#g": "generation", "#v": "version"},
+            ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
+            ReturnValues="UPDATED_NEW",
+        )
+        generation = int(result["Attributes"]["generation"]["N"])
+        # Facts written after the tombstone carry the new generation and stay.
+        fact_keys = [
+            {PK: raw[PK], SK: raw[SK]}
+            for raw in self._table.query_partition(pk, projection="pk, sk, #g")
+            if raw[SK]["S"].startswith(FACT_PREFIX)
+            and int(raw.get("generation", {}).get("N", "0")) < generation
+        ]
+        self._table.batch_delete(fact_keys)
+        return generation
+
+    def _get_memory_item(self, pk: str, projection: str | None = None) -> dict[str, Any] | None:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "Key": key(pk, MEMORY_SK),
+            "ConsistentRead": True,
+        }
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+            kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
+        item: dict[str, Any] | None = self._table.client().get_item(**kwargs).get("Item")
+        return item
+
+    def _memory_state(self, raw: dict[str, Any] | None) -> MemoryState:
+        if not raw:
+            return MemoryState()
+        item = plain_item(raw)
+        generation = int(item.get("generation", 0))
+        if self._table.expired(raw) or "memory" not in item:
+            return MemoryState(generation=generation)
+        updated_at = item.get("updated_at")
+        return MemoryState(
+            memory=str(item["memory"]),
+            version=int(item.get("version", 0)),
+            word_count=int(item.get("word_count", 0)),
+            updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
+            generation=generation,
+        )
+
+
+def _fact(item: dict[str, Any]) -> Fact:
+    return Fact(
+        id=item["id"],
+        text=item["text"],
+        metadata=json.loads(item.get("metadata") or "{}"),
+        additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
+        updated_at=datetime.fromisoformat(item["updated_at"]),
+    )

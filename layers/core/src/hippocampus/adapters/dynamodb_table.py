@@ -1,0 +1,132 @@
+"""What every DynamoDB adapter shares: keys, (de)serialisation, transactions, TTL filtering.
+
+Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
+- `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
+- `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
+- `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
+                                          written in the same transaction as the memory version.
+"""
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from itertools import batched
+from typing import Any, Final
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from hippocampus.contracts.errors import ConditionFailed
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+
+MEMORY_SK: Final = "MEMORY"
+FACT_PREFIX: Final = "FACT#"
+JOB_SK: Final = "JOB"
+DAY_S: Final = 86_400
+# BatchWriteItem takes at most 25 requests, BatchGetItem 100 keys.
+BATCH_WRITE_MAX: Final = 25
+BATCH_GET_MAX: Final = 100
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+Now = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def user_pk(tenant_id: str, user_id: str) -> str:
+    return f"T#{tenant_id}#U#{user_id}"
+
+
+def job_pk(tenant_id: str, job_id: str) -> str:
+    return f"T#{tenant_id}#J#{job_id}"
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    return {PK: {"S": pk}, SK: {"S": sk}}
+
+
+def values(plain: dict[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in plain.items()}
+
+
+def plain_item(raw: dict[str, Any]) -> dict[str, Any]:
+    return {name: _deserializer.deserialize(value) for name, value in raw.items()}
+
+
+def iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def is_condition_failure(error: ClientError) -> bool:
+    code = error.response.get("Error", {}).get("Code")
+    return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
+
+
+def _cancelled_by_condition(error: ClientError) -> bool:
+    reasons = error.response.get("CancellationReasons") or []
+    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons) or (
+        "ConditionalCheckFailed" in str(error)
+    )
+
+
+class Table:
+    """One DynamoDB table; `client` and `now` are injectable (the composition root, tests)."""
+
+    def __init__(self, name: str, client: Callable[[], Any], now: Now = utc_now) -> None:
+        self.name = name
+        self.client = client
+        self.now = now
+
+    def epoch(self) -> int:
+        return int(self.now().timestamp())
+
+    def transact(self, items: list[dict[str, Any]]) -> None:
+        """TransactWriteItems; ConditionFailed when a condition of the transaction failed."""
+        try:
+            self.client().transact_write_items(TransactItems=items)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == "TransactionCanceledException" and _cancelled_by_condition(error):
+                raise ConditionFailed(str(error)) from error
+            raise
+
+    def query_partition(self, pk: str, projection: str | None = None) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+            kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
+        for page in self.client().get_paginator("query").paginate(**kwargs):
+            yield from page.get("Items", [])
+
+    def batch_get(self, keys: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """BatchGetItem (strongly consistent), unprocessed keys retried."""
+        found: list[dict[str, Any]] = []
+        for chunk in batched(keys, BATCH_GET_MAX):
+            request: dict[str, Any] = {self.name: {"Keys": list(chunk), "ConsistentRead": True}}
+            while request:
+                response = self.client().batch_get_item(RequestItems=request)
+                found += response.get("Responses", {}).get(self.name, [])
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def batch_delete(self, keys: Sequence[dict[str, Any]]) -> None:
+        for chunk in batched(keys, BATCH_WRITE_MAX):
+            requests = [{"DeleteRequest": {"Key": item_key}} for item_key in chunk]
+            while requests:
+                response = self.client().batch_write_item(RequestItems={self.name: requests})
+                requests = response.get("UnprocessedItems", {}).get(self.name, [])
+
+    def expired(self, raw: dict[str, Any]) -> bool:
+        # DynamoDB deletes TTL-expired items lazily (and moto never): filter them here.
+        expires = raw.get(TTL, {}).get("N")
+        return expires is not None and int(expires) <= self.epoch()

@@ -1,0 +1,106 @@
+"""ArchiveStore on one S3 bucket: raw payloads (`raw/`) and summary history (`history/`), each with its own lifecycle."""
+
+import json
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from itertools import batched
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hippocampus.contracts.errors import DependencyUnavailable
+from hippocampus.contracts.models import HistoryVersion
+from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX
+
+# History keys sort newest first: S3 lists keys in ascending order.
+_VERSION_CEILING = 10**12
+
+
+def raw_key(tenant_id: str, user_id: str, request_id: str) -> str:
+    return f"{RAW_PREFIX}{tenant_id}/{user_id}/{request_id}.json"
+
+
+def _user_prefixes(tenant_id: str, user_id: str) -> list[str]:
+    return [f"{prefix}{tenant_id}/{user_id}/" for prefix in (RAW_PREFIX, HISTORY_PREFIX)]
+
+
+def _history_prefix(tenant_id: str, user_id: str, generation: int) -> str:
+    # The generation keeps a late write from before a delete invisible to every later read.
+    return f"{HISTORY_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/"
+
+
+def _history_key(tenant_id: str, user_id: str, generation: int, version: int) -> str:
+    return f"{_history_prefix(tenant_id, user_id, generation)}{_VERSION_CEILING - version:012d}.json"
+
+
+class S3Archive:
+    def __init__(self, bucket: str, client: Callable[[], Any]) -> None:
+        self._bucket = bucket
+        self._client = client
+
+    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
+        key = raw_key(tenant_id, user_id, request_id)
+        self._put_json(key, payload)
+        return key
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        return self._get_json(key)
+
+    def delete_raw(self, key: str) -> None:
+        self._client().delete_object(Bucket=self._bucket, Key=key)
+
+    def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
+        self._put_json(
+            _history_key(tenant_id, user_id, generation, entry.version), entry.model_dump(mode="json")
+        )
+
+    def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
+        self._client().delete_object(
+            Bucket=self._bucket, Key=_history_key(tenant_id, user_id, generation, version)
+        )
+
+    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
+        listing = self._client().list_objects_v2(
+            Bucket=self._bucket, Prefix=_history_prefix(tenant_id, user_id, generation), MaxKeys=limit
+        )
+        keys = [obj["Key"] for obj in listing.get("Contents", [])]
+        with ThreadPoolExecutor(max_workers=min(8, len(keys) or 1)) as pool:
+            entries = list(pool.map(self._get_json, keys))
+        return [HistoryVersion.model_validate(entry) for entry in entries if entry is not None]
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None:
+        paginator = self._client().get_paginator("list_objects_v2")
+        for prefix in _user_prefixes(tenant_id, user_id):
+            keys = [
+                {"Key": obj["Key"]}
+                for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix)
+                for obj in page.get("Contents", [])
+            ]
+            for chunk in batched(keys, 1000):
+                response = self._client().delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": list(chunk), "Quiet": True}
+                )
+                if response.get("Errors"):
+                    # S3 answers 200 even when some keys stay: the user is not forgotten until they go.
+                    codes = sorted({error.get("Code", "unknown") for error in response["Errors"]})
+                    raise DependencyUnavailable(
+                        f"{len(response['Errors'])} object(s) could not be erased: {codes}"
+                    )
+
+    def _put_json(self, key: str, payload: Mapping[str, Any]) -> None:
+        self._client().put_object(
+            Bucket=self._bucket,
+            Key=key,
+            Body=json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(),
+            ContentType="application/json",
+        )
+
+    def _get_json(self, key: str) -> dict[str, Any] | None:
+        try:
+            body = self._client().get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                return None
+            raise
+        payload: dict[str, Any] = json.loads(body)
+        return payload

@@ -1,0 +1,177 @@
+"""Tracing adapters of the `Tracing` port (`MEMORY_TRACING`, docs/configuration.md).
+
+`make_tracing(mode)` returns `OtelTracing` (OpenTelemetry API spans, X-Ray trace header
+propagation), `XRayTracing` (X-Ray SDK subsegments, SDK imported lazily) or `NoTracing`.
+Importing this module never imports the X-Ray SDK or the OpenTelemetry SDK: the read path
+(get_memory) must start fast.
+"""
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.propagators.aws import AwsXRayPropagator
+from opentelemetry.propagators.aws.aws_xray_propagator import TRACE_HEADER_KEY
+
+from hippocampus.contracts.names import TracingMode
+from hippocampus.contracts.ports import Tracing
+
+# The Lambda runtime puts the trace header of the current invocation here (active tracing).
+LAMBDA_TRACE_ENV: Final = "_X_AMZN_TRACE_ID"
+TRACER_NAME: Final = "hippocampus"
+
+Annotation = str | int
+HeaderSource = Callable[[], str | None]
+
+
+def lambda_trace_header() -> str | None:
+    """The trace header Lambda set for the current invocation (`_X_AMZN_TRACE_ID`), if any.
+
+    Read at call time: the Python runtime updates the variable on every invocation.
+    """
+    return os.getenv(LAMBDA_TRACE_ENV) or None
+
+
+class NoTracing:
+    """`MEMORY_TRACING=off` (and the read path in X-Ray mode): no spans of our own.
+
+    `current_trace_header()` still returns the header Lambda gives the invocation, so a message
+    sent to SQS carries it (`AWSTraceHeader`) and Lambda active tracing links the condenser's
+    trace to the API call, with no tracing SDK in the process.
+    """
+
+    def __init__(self, header_source: HeaderSource = lambda_trace_header) -> None:
+        self._header_source = header_source
+
+    def span(self, name: str, **annotations: Annotation) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def current_trace_header(self) -> str | None:
+        return self._header_source()
+
+    def continue_from(self, trace_header: str | None) -> AbstractContextManager[None]:
+        return nullcontext()
+
+
+class OtelTracing:
+    """`MEMORY_TRACING=otel`: spans through the OpenTelemetry API only.
+
+    Without an OpenTelemetry SDK in the process (e.g. no ADOT layer) the spans are no-ops and
+    cost next to nothing; with one, they are exported wherever it is configured. The trace
+    crosses SQS as an X-Ray `AWSTraceHeader` (`AwsXRayPropagator`), the format SQS and X-Ray
+    understand, so the condenser's spans join the trace of the API call that queued the item.
+
+    `tracer_provider` is for tests; by default the global provider is used.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: otel_trace.TracerProvider | None = None,
+        header_source: HeaderSource = lambda_trace_header,
+    ) -> None:
+        self._tracer = otel_trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider)
+        self._propagator = AwsXRayPropagator()
+        self._header_source = header_source
+
+    @contextmanager
+    def span(self, name: str, **annotations: Annotation) -> Iterator[None]:
+        # Default OTel behaviour, spelled out: an exception is recorded on the span, the span
+        # status is set to ERROR, and the exception propagates unchanged.
+        with self._tracer.start_as_current_span(
+            name,
+            attributes=dict(annotations),
+            record_exception=True,
+            set_status_on_exception=True,
+        ):
+            yield
+
+    def current_trace_header(self) -> str | None:
+        carrier: dict[str, str] = {}
+        self._propagator.inject(carrier)
+        # No valid current span (no SDK, or outside any span): fall back to Lambda's own header.
+        return carrier.get(TRACE_HEADER_KEY) or self._header_source()
+
+    @contextmanager
+    def continue_from(self, trace_header: str | None) -> Iterator[None]:
+        if not trace_header:
+            yield
+            return
+        # Extract on top of the current context: a malformed header leaves it unchanged.
+        parent = self._propagator.extract(
+            {TRACE_HEADER_KEY: trace_header}, context=otel_context.get_current()
+        )
+        token = otel_context.attach(parent)
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
+
+
+class XRayTracing:
+    """`MEMORY_TRACING=xray`: X-Ray SDK subsegments with annotations.
+
+    The SDK (in maintenance mode; ~250 ms to import with its patches) is imported on the first
+    span or header lookup, never when this module is imported. `recorder` is for tests.
+
+    `continue_from` is a no-op: in Lambda the X-Ray segment of an invocation is owned by the
+    runtime (a facade segment built from `_X_AMZN_TRACE_ID`) and cannot be re-parented by the
+    SDK; for an SQS trigger, Lambda itself links the invocation to the `AWSTraceHeader` of the
+    messages, so the condenser's subsegments already belong to the trace of the API call.
+    """
+
+    def __init__(self, recorder: Any = None, header_source: HeaderSource = lambda_trace_header) -> None:
+        self._recorder = recorder
+        self._header_source = header_source
+
+    def _get_recorder(self) -> Any:
+        if self._recorder is None:
+            from aws_xray_sdk.core import xray_recorder  # lazy: keep it off the import path
+
+            self._recorder = xray_recorder
+        return self._recorder
+
+    @contextmanager
+    def span(self, name: str, **annotations: Annotation) -> Iterator[None]:
+        # `in_subsegment` records an exception on the subsegment (fault) and re-raises it.
+        with self._get_recorder().in_subsegment(name) as subsegment:
+            if subsegment is not None:  # None when there is no segment (outside Lambda)
+                for key, value in annotations.items():
+                    subsegment.put_annotation(key, value)
+            yield
+
+    def current_trace_header(self) -> str | None:
+        if self._recorder is None:
+            # No span was opened yet: nothing of ours to be the parent; no need to load the SDK.
+            return self._header_source()
+        try:
+            from aws_xray_sdk.core.models.trace_header import TraceHeader
+
+            entity = self._recorder.get_trace_entity()
+            segment = self._recorder.current_segment()
+            if entity is None or segment is None or not getattr(segment, "trace_id", None):
+                return self._header_source()
+            sampled = 1 if getattr(entity, "sampled", False) else 0
+            return str(TraceHeader(root=segment.trace_id, parent=entity.id, sampled=sampled).to_header_str())
+        except Exception:  # tracing must never break the request
+            return self._header_source()
+
+    def continue_from(self, trace_header: str | None) -> AbstractContextManager[None]:
+        return nullcontext()
+
+
+def make_tracing(mode: TracingMode, *, allow_xray_sdk: bool = True) -> Tracing:
+    """The `Tracing` adapter for `MEMORY_TRACING`.
+
+    `allow_xray_sdk=False` is for the read path (get_memory): its cold start must never pay for
+    the X-Ray SDK, so "xray" mode gives `NoTracing` there. Lambda active tracing still records
+    the invocation and its duration in X-Ray; only our own subsegments are missing, and a
+    single GetItem needs none.
+    """
+    if mode == "otel":
+        return OtelTracing()
+    if mode == "xray" and allow_xray_sdk:
+        return XRayTracing()
+    return NoTracing()

@@ -1,0 +1,1 @@
+"""API: the Powertools resolver, error envelope, path and header parameters, routes, direct invoke, OpenAPI."""

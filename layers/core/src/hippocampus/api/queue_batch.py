@@ -1,0 +1,65 @@
+"""The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out.
+
+The whole batch is handed to the consolidation service at once, so one user's records are
+condensed with one LLM call (coalescing). Powertools' `SqsFifoPartialProcessor` calls a handler
+per record, which cannot coalesce; so the failures are reported here with its rule
+(`skip_group_on_error`): once a record of a message group fails, every later record of that
+group fails too, and SQS delivers them again in order.
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
+from hippocampus.contracts.models import CondenseMessage
+from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.observability import logger, metrics
+
+CondenserHandler = Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
+
+
+def condenser_function(service: Callable[[], ConsolidationService]) -> CondenserHandler:
+    @logger.inject_lambda_context
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+        records = [SQSRecord(record) for record in event["Records"]]
+        items, unreadable = parse_records(records)
+        failed = unreadable | set(service().process_batch(items, context.get_remaining_time_in_millis))
+        return batch_failures(records, failed)
+
+    return lambda_handler
+
+
+def parse_records(records: Iterable[SQSRecord]) -> tuple[list[QueuedItem], set[str]]:
+    """Queue records → items; a body that cannot be parsed fails (and ends in the DLQ)."""
+    items: list[QueuedItem] = []
+    unreadable: set[str] = set()
+    for record in records:
+        try:
+            message = CondenseMessage.model_validate_json(record.body)
+        except ValidationError:
+            logger.error("unreadable queue message", extra={"message_id": record.message_id})
+            unreadable.add(record.message_id)
+            continue
+        receive_count = int(record.attributes.approximate_receive_count or 1)
+        items.append(
+            QueuedItem(record.message_id, message, receive_count, record.attributes.aws_trace_header)
+        )
+    return items, unreadable
+
+
+def batch_failures(records: Sequence[SQSRecord], failed: set[str]) -> PartialItemFailureResponse:
+    """The records SQS must deliver again: the failed ones and every later record of their groups."""
+    failed_groups: set[str] = set()
+    retry: list[str] = []
+    for record in records:
+        group = record.attributes.message_group_id
+        if record.message_id in failed or (group is not None and group in failed_groups):
+            if group is not None:
+                failed_groups.add(group)
+            retry.append(record.message_id)
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in retry]}

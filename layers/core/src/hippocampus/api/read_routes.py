@@ -1,0 +1,68 @@
+"""Routes of the read path (the get_memory function): health, memory, history, one job."""
+
+from collections.abc import Callable
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hippocampus.api.dependencies import unwired
+from hippocampus.api.direct import DirectHandler, require
+from hippocampus.api.envelope import JSON
+from hippocampus.api.params import ERROR_RESPONSES, HistoryLimit, JobId, TenantId, UserId
+from hippocampus.api.responses import memory_response
+from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
+from hippocampus.contracts.models import DirectInvocation, HealthResponse, HistoryResponse, Job, MemoryBody
+from hippocampus.contracts.routes import HEALTH_PATH, HISTORY_PATH, JOB_PATH, MEMORY_PATH, powertools_path
+from hippocampus.domain.reads import ReadService
+
+router = APIGatewayRouter()
+
+
+def read_service() -> ReadService:
+    unwired("read_service")
+
+
+Reads = Annotated[ReadService, Depends(read_service)]
+
+
+@router.get(HEALTH_PATH, summary="Liveness")
+def health() -> HealthResponse:
+    return HealthResponse()
+
+
+@router.get(powertools_path(MEMORY_PATH), summary="The user's memory", responses=ERROR_RESPONSES)
+def get_memory(tenant_id: TenantId, user_id: UserId, reads: Reads) -> Response[MemoryBody]:
+    return memory_response(reads.get_memory(tenant_id, user_id))
+
+
+@router.get(powertools_path(HISTORY_PATH), summary="Past versions, newest first", responses=ERROR_RESPONSES)
+def get_history(
+    tenant_id: TenantId, user_id: UserId, reads: Reads, limit: HistoryLimit = DEFAULT_HISTORY_LIMIT
+) -> HistoryResponse:
+    return reads.get_history(tenant_id, user_id, limit)
+
+
+@router.get(powertools_path(JOB_PATH), summary="One ingestion job", responses=ERROR_RESPONSES)
+def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
+    return reads.get_job(tenant_id, job_id)
+
+
+def direct_actions(reads: Callable[[], ReadService]) -> dict[str, DirectHandler]:
+    """The read actions of a direct invoke, served by the service `reads` provides."""
+
+    def memory(request: DirectInvocation, _: LambdaContext) -> JSON:
+        return (
+            reads().get_memory(request.tenant_id, require(request.user_id, "user_id")).model_dump(mode="json")
+        )
+
+    def history(request: DirectInvocation, _: LambdaContext) -> JSON:
+        user_id = require(request.user_id, "user_id")
+        return reads().get_history(request.tenant_id, user_id, request.limit).model_dump(mode="json")
+
+    def job(request: DirectInvocation, _: LambdaContext) -> JSON:
+        return reads().get_job(request.tenant_id, require(request.job_id, "job_id")).model_dump(mode="json")
+
+    return {"get_memory": memory, "get_history": history, "get_job": job}

@@ -1,0 +1,46 @@
+"""The Powertools REST resolver with the service's error handling: every failure in the envelope."""
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from hippocampus.api.envelope import dependency_error, error_response, internal_error, validation_error
+from hippocampus.contracts import routes
+from hippocampus.contracts.errors import MethodNotAllowed, NotFound, ServiceError
+
+
+def build_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(error: RequestValidationError) -> Response[str]:
+        return error_response(validation_error(list(error.errors())))
+
+    @app.exception_handler(ValidationError)
+    def _invalid_model(error: ValidationError) -> Response[str]:
+        return error_response(validation_error(list(error.errors())))
+
+    @app.exception_handler(ServiceError)
+    def _service(error: ServiceError) -> Response[str]:
+        return error_response(error)
+
+    @app.exception_handler([BotoCoreError, ClientError])
+    def _dependency(error: Exception) -> Response[str]:
+        return error_response(dependency_error(error))
+
+    @app.not_found
+    def _not_found(_: NotFoundError) -> Response[str]:
+        event = app.current_event
+        allowed = routes.allowed_methods(event.path)
+        if allowed:
+            message = f"{event.http_method} is not allowed on this path; use {', '.join(allowed)}"
+            return error_response(MethodNotAllowed(message), {"Allow": ", ".join(allowed)})
+        return error_response(NotFound(f"no route for {event.http_method} {event.path}"))
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response[str]:
+        return error_response(internal_error(error))
+
+    return app

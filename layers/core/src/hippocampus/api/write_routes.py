@@ -1,0 +1,133 @@
+"""Routes of the write path (the ingest function): ingest, replace, forget, delete a fact."""
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hippocampus.api.dependencies import unwired
+from hippocampus.api.direct import DirectHandler, require
+from hippocampus.api.envelope import JSON
+from hippocampus.api.idempotency import IdempotentIngest
+from hippocampus.api.params import ERROR_RESPONSES, FactId, IdempotencyKey, IfMatch, TenantId, UserId
+from hippocampus.api.responses import memory_response
+from hippocampus.contracts.errors import ValidationFailed
+from hippocampus.contracts.models import (
+    DirectInvocation,
+    IngestRequest,
+    JobsResponse,
+    MemoryBody,
+    PutMemoryRequest,
+)
+from hippocampus.contracts.routes import FACT_PATH, MEMORY_PATH, powertools_path
+from hippocampus.domain.edits import EditService
+
+router = APIGatewayRouter()
+
+_ETAG = re.compile(r'^(?:W/)?"?(\d+)"?$')
+
+
+def idempotent_ingest() -> IdempotentIngest:
+    unwired("idempotent_ingest")
+
+
+def edit_service() -> EditService:
+    unwired("edit_service")
+
+
+Edits = Annotated[EditService, Depends(edit_service)]
+
+
+def expected_version(body_version: int | None, if_match: str | None) -> int | None:
+    """The version a PUT expects, from the body or an `If-Match: "3"` header (they must agree)."""
+    if if_match is None:
+        return body_version
+    match = _ETAG.match(if_match.strip())
+    if match is None:
+        raise ValidationFailed(
+            'If-Match must be a version ETag such as "3"',
+            [{"field": "If-Match", "message": "not a version ETag", "type": "value_error"}],
+        )
+    header_version = int(match.group(1))
+    if body_version is not None and body_version != header_version:
+        raise ValidationFailed(
+            "expected_version and If-Match disagree",
+            [{"field": "expected_version", "message": "differs from If-Match", "type": "value_error"}],
+        )
+    return header_version
+
+
+@router.post(powertools_path(MEMORY_PATH), summary="Ingest items", responses=ERROR_RESPONSES)
+def post_memory(
+    tenant_id: TenantId,
+    user_id: UserId,
+    request: IngestRequest,
+    ingest: Annotated[IdempotentIngest, Depends(idempotent_ingest)],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[JobsResponse]:
+    request_id = router.current_event.request_context.request_id or uuid.uuid4().hex
+    jobs = ingest(tenant_id, user_id, request, request_id, idempotency_key, router.lambda_context)
+    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=jobs)
+
+
+@router.put(powertools_path(MEMORY_PATH), summary="Replace the summary by hand", responses=ERROR_RESPONSES)
+def put_memory(
+    tenant_id: TenantId, user_id: UserId, request: PutMemoryRequest, edits: Edits, if_match: IfMatch = None
+) -> Response[MemoryBody]:
+    version = expected_version(request.expected_version, if_match)
+    return memory_response(edits.put_memory(tenant_id, user_id, request.memory, version))
+
+
+@router.delete(powertools_path(MEMORY_PATH), summary="Forget the user entirely", responses=ERROR_RESPONSES)
+def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Response[None]:
+    edits.delete_memory(tenant_id, user_id)
+    return Response(status_code=204)
+
+
+@router.delete(powertools_path(FACT_PATH), summary="Delete one fact", responses=ERROR_RESPONSES)
+def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
+    edits.delete_fact(tenant_id, user_id, fact_id)
+    return Response(status_code=204)
+
+
+def direct_actions(
+    ingest: Callable[[], IdempotentIngest], edits: Callable[[], EditService]
+) -> dict[str, DirectHandler]:
+    """The write actions of a direct invoke, served by the services the providers give."""
+
+    def ingest_items(request: DirectInvocation, context: LambdaContext) -> JSON:
+        user_id = require(request.user_id, "user_id")
+        items = IngestRequest.model_validate({"items": request.items})
+        request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
+        jobs = ingest()(request.tenant_id, user_id, items, request_id, request.idempotency_key, context)
+        return jobs.model_dump(mode="json")
+
+    def put(request: DirectInvocation, _: LambdaContext) -> JSON:
+        body = PutMemoryRequest.model_validate(
+            {"memory": request.memory, "expected_version": request.expected_version}
+        )
+        user_id = require(request.user_id, "user_id")
+        return (
+            edits()
+            .put_memory(request.tenant_id, user_id, body.memory, body.expected_version)
+            .model_dump(mode="json")
+        )
+
+    def delete(request: DirectInvocation, _: LambdaContext) -> None:
+        edits().delete_memory(request.tenant_id, require(request.user_id, "user_id"))
+
+    def delete_one_fact(request: DirectInvocation, _: LambdaContext) -> None:
+        user_id = require(request.user_id, "user_id")
+        edits().delete_fact(request.tenant_id, user_id, require(request.fact_id, "fact_id"))
+
+    return {
+        "ingest": ingest_items,
+        "put_memory": put,
+        "delete_memory": delete,
+        "delete_fact": delete_one_fact,
+    }

@@ -1,0 +1,222 @@
+"""Pydantic models of the API contract (docs/api.md), the queue message and the direct-invoke payload."""
+
+import json
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from hippocampus.contracts.limits import (
+    DEFAULT_HISTORY_LIMIT,
+    IDENTIFIER_PATTERN,
+    MAX_ADDITIONAL_METADATA_BYTES,
+    MAX_CUSTOM_INSTRUCTIONS_CHARS,
+    MAX_HISTORY_LIMIT,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_ITEMS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_PAIRS,
+    MAX_TEXT_CHARS,
+    MAX_USER_NAME_CHARS,
+)
+
+Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
+
+JobStatus = Literal["queued", "processing", "completed", "failed", "skipped"]
+
+
+def compact_json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _check_json_value(value: Any, depth: int = 1) -> None:
+    """Plain JSON only: bounded nesting (it is echoed back in every read) and finite numbers."""
+    if depth > MAX_METADATA_DEPTH:
+        raise ValueError(f"must be nested at most {MAX_METADATA_DEPTH} levels deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("numbers must be finite (no NaN or Infinity)")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        _check_json_value(child, depth + 1)
+
+
+def _max_json_bytes(limit: int) -> AfterValidator:
+    def check(value: dict[str, Any]) -> dict[str, Any]:
+        _check_json_value(value)
+        if compact_json_size(value) > limit:
+            raise ValueError(f"must be at most {limit} bytes as compact JSON")
+        return value
+
+    return AfterValidator(check)
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ConversationPair(Model):
+    user: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None = None
+    assistant: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None = None
+
+    @model_validator(mode="after")
+    def _one_side_present(self) -> "ConversationPair":
+        if not (self.user or "").strip() and not (self.assistant or "").strip():
+            raise ValueError("a pair needs a non-empty 'user' and/or 'assistant'")
+        return self
+
+
+class IngestItem(Model):
+    id: Identifier | None = None
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
+    user_assistant_pairs: (
+        Annotated[list[ConversationPair], Field(min_length=1, max_length=MAX_PAIRS)] | None
+    ) = None
+    infer: bool = True
+    user_name: Annotated[str, StringConstraints(max_length=MAX_USER_NAME_CHARS)] | None = None
+    custom_instructions: (
+        Annotated[str, StringConstraints(max_length=MAX_CUSTOM_INSTRUCTIONS_CHARS)] | None
+    ) = None
+    metadata: Annotated[dict[str, Any], _max_json_bytes(MAX_METADATA_BYTES)] = Field(default_factory=dict)
+    additional_metadata: Annotated[dict[str, Any], _max_json_bytes(MAX_ADDITIONAL_METADATA_BYTES)] = Field(
+        default_factory=dict
+    )
+
+    @field_validator("text")
+    @classmethod
+    def _text_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_content(self) -> "IngestItem":
+        if (self.text is None) == (self.user_assistant_pairs is None):
+            raise ValueError("an item needs exactly one of 'text' or 'user_assistant_pairs'")
+        if not self.infer and self.text is None:
+            raise ValueError("a fact (infer: false) is stored verbatim and needs 'text'")
+        return self
+
+
+class IngestRequest(Model):
+    items: Annotated[list[IngestItem], Field(min_length=1, max_length=MAX_ITEMS)]
+
+
+class PutMemoryRequest(Model):
+    memory: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    expected_version: Annotated[int, Field(ge=0)] | None = None
+
+
+class Fact(BaseModel):
+    id: str
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    additional_metadata: dict[str, Any] = Field(default_factory=dict)
+    updated_at: datetime
+
+
+class MemoryBody(BaseModel):
+    tenant_id: str
+    user_id: str
+    memory: str | None
+    version: int
+    word_count: int
+    updated_at: datetime | None
+    facts: list[Fact]
+
+
+class JobError(BaseModel):
+    code: str
+    message: str
+
+
+class Job(BaseModel):
+    job_id: str
+    tenant_id: str
+    user_id: str
+    item_id: str
+    status: JobStatus
+    error: JobError | None = None
+    memory_version: int | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class JobsResponse(BaseModel):
+    jobs: list[Job]
+
+
+class HistoryVersion(BaseModel):
+    version: int
+    memory: str | None
+    updated_at: datetime
+    job_ids: list[str]
+
+
+class HistoryResponse(BaseModel):
+    versions: list[HistoryVersion]
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class ErrorDetail(BaseModel):
+    field: str
+    message: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    status: int
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody
+
+
+class CondenseMessage(BaseModel):
+    """Body of one SQS message: a pointer to one accepted item, never its content."""
+
+    job_id: str
+    tenant_id: str
+    user_id: str
+    item_id: str
+    generation: int
+    raw_key: str
+    raw_index: int
+    queued_at: datetime
+
+
+ActionName = Literal[
+    "get_memory", "get_job", "get_history", "ingest", "put_memory", "delete_memory", "delete_fact"
+]
+
+
+class DirectInvocation(Model):
+    """Payload of a direct `lambda:Invoke` (no API Gateway)."""
+
+    action: ActionName
+    tenant_id: Identifier
+    user_id: Identifier | None = None
+    job_id: Identifier | None = None
+    fact_id: Identifier | None = None
+    items: list[dict[str, Any]] | None = None
+    memory: str | None = None
+    expected_version: int | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)] = DEFAULT_HISTORY_LIMIT
+    idempotency_key: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None
+    ) = None

@@ -1,0 +1,71 @@
+"""Names and settings that the deployed resources, the local stack and the adapters must agree on.
+
+One place for the storage layout, the queue settings, the resource names and the defaults
+written in more than one layer, so the CDK app and the local stack can never drift apart
+(docs/architecture.md "Storage layout", docs/configuration.md).
+"""
+
+from typing import Final, Literal
+
+SERVICE_NAME: Final = "hippocampus"
+METRICS_NAMESPACE: Final = "Hippocampus"
+
+# DynamoDB main table: single-table design.
+TABLE_PARTITION_KEY: Final = "pk"
+TABLE_SORT_KEY: Final = "sk"
+TABLE_TTL_ATTRIBUTE: Final = "expires_at"
+
+# Idempotency table used by Powertools idempotency (its default attribute names).
+IDEMPOTENCY_PARTITION_KEY: Final = "id"
+IDEMPOTENCY_TTL_ATTRIBUTE: Final = "expiration"
+
+# S3 archive bucket prefixes, each with its own lifecycle expiration.
+RAW_PREFIX: Final = "raw/"
+HISTORY_PREFIX: Final = "history/"
+
+# SQS FIFO: the condenser's event source and its dead-letter queue.
+DLQ_MAX_RECEIVE_COUNT: Final = 5
+CONDENSER_BATCH_SIZE: Final = 10
+# Visibility timeout must cover six condenser timeouts (AWS guidance for SQS triggers).
+VISIBILITY_TO_TIMEOUT_RATIO: Final = 6
+# Room for the worst case of one user's condensation at the default LLM timeout (see
+# `condensation_budget_s`), plus the reads and the conditional write.
+CONDENSER_TIMEOUT_S: Final = 120
+QUEUE_VISIBILITY_TIMEOUT_S: Final = CONDENSER_TIMEOUT_S * VISIBILITY_TO_TIMEOUT_RATIO
+QUEUE_RETENTION_DAYS: Final = 4
+DLQ_RETENTION_DAYS: Final = 14
+
+# The worst case of one user's condensation, in LLM timeouts (two calls — the budget retry —
+# each retried once by the SDK), and the margin for its storage I/O.
+LLM_TIMEOUTS_PER_CONDENSATION: Final = 4
+CONDENSATION_IO_MARGIN_S: Final = 5
+
+# Values of MEMORY_LLM_PROVIDER / cdk.json `llm_provider`, and of MEMORY_TRACING.
+LlmProviderName = Literal["openai", "bedrock", "offline"]
+TracingMode = Literal["xray", "otel", "off"]
+
+# Default model of each LLM provider (MEMORY_LLM_MODEL, cdk.json `llm_model`).
+DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
+DEFAULT_BEDROCK_MODEL: Final = "amazon.nova-lite-v1:0"
+
+# Resource base names: `resource_name(stage, base)` gives `hippocampus-<stage>-<base>`.
+TABLE_NAME: Final = "memory"
+IDEMPOTENCY_TABLE_NAME: Final = "idempotency"
+BUCKET_NAME: Final = "archive"
+QUEUE_NAME: Final = "ingest.fifo"
+DLQ_NAME: Final = "ingest-dlq.fifo"
+
+
+def resource_name(stage: str, base: str) -> str:
+    """`hippocampus-dev-ingest.fifo`: every named resource of a stage shares one prefix."""
+    return f"{SERVICE_NAME}-{stage}-{base}"
+
+
+def condensation_budget_s(llm_timeout_s: float) -> float:
+    """The longest one user's condensation can take: the time the condenser keeps free before starting a user."""
+    return LLM_TIMEOUTS_PER_CONDENSATION * llm_timeout_s + CONDENSATION_IO_MARGIN_S
+
+
+def default_model(provider: str) -> str | None:
+    """The model a provider uses when none is configured (None: the provider needs no model)."""
+    return {"openai": DEFAULT_OPENAI_MODEL, "bedrock": DEFAULT_BEDROCK_MODEL}.get(provider)

@@ -1,0 +1,149 @@
+"""Small interfaces between the domain and the outside world (storage, queue, LLM, tracing).
+
+Adapters implement them; the composition root hands them to the domain services, and tests
+hand in the in-memory fakes of tests/support/fakes.py.
+"""
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """The summary item of one user, as read (version 0 = nothing stored yet)."""
+
+    memory: str | None = None
+    version: int = 0
+    word_count: int = 0
+    updated_at: datetime | None = None
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    """A new summary version, written only if the item still has `expected_version` and `generation`."""
+
+    tenant_id: str
+    user_id: str
+    expected_version: int
+    generation: int
+    memory: str
+    word_count: int
+    updated_at: datetime
+    completed_job_ids: Sequence[str] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LanguageModel(Protocol):
+    """One chat model behind an LLM provider (OpenAI-compatible, Bedrock, offline)."""
+
+    name: str
+
+    def complete(self, system: str, prompt: str) -> LlmResult:
+        """One chat completion; raises on failure or timeout."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """A user's summary, facts and tombstone."""
+
+    def read_memory(
+        self, tenant_id: str, user_id: str, with_facts: bool
+    ) -> tuple[MemoryState, list[Fact]]: ...
+
+    def read_generation(self, tenant_id: str, user_id: str) -> int:
+        """The user's current generation only (bumped by every delete)."""
+        ...
+
+    def write_memory(self, write: MemoryWrite) -> None:
+        """Conditional on version and generation, and marks `completed_job_ids` completed in the same
+        transaction (the applied-job ledger); raises ConditionFailed when another writer won."""
+        ...
+
+    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+        """Store the fact and its completed job in one transaction, while the user is still at
+        `generation`; raises ConditionFailed (and writes nothing) when a delete came first."""
+        ...
+
+    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool: ...
+
+    def erase_user(self, tenant_id: str, user_id: str) -> int:
+        """Tombstone the user (new generation), remove its older facts; return the new generation."""
+        ...
+
+
+class JobStore(Protocol):
+    """Ingestion jobs; `completed` doubles as the applied-job ledger."""
+
+    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+        """Store a new job and return (job, True); a failed job with the same id is queued again.
+
+        If a live job with the same id exists, return (that job, False) untouched: a duplicate.
+        """
+        ...
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
+
+    def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
+        """The jobs that exist among `job_ids`, by id, in one batch read."""
+        ...
+
+    def set_job_status(
+        self,
+        tenant_id: str,
+        job_ids: Sequence[str],
+        status: JobStatus,
+        error: JobError | None = None,
+        memory_version: int | None = None,
+    ) -> None: ...
+
+
+class ArchiveStore(Protocol):
+    """Raw payloads of accepted items and past versions of the summary."""
+
+    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
+        """Store a payload; return its key (carried by the queue messages)."""
+        ...
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        """The payload, or None when it was erased."""
+        ...
+
+    def delete_raw(self, key: str) -> None: ...
+
+    def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None: ...
+
+    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
+        """Newest first."""
+        ...
+
+    def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None: ...
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None: ...
+
+
+class JobQueue(Protocol):
+    def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None: ...
+
+
+class Tracing(Protocol):
+    def span(self, name: str, **annotations: str | int) -> AbstractContextManager[None]: ...
+
+    def current_trace_header(self) -> str | None:
+        """The X-Ray trace header to propagate through SQS (`AWSTraceHeader`)."""
+        ...
+
+    def continue_from(self, trace_header: str | None) -> AbstractContextManager[None]:
+        """Run the enclosed work as part of the trace carried by an SQS message."""
+        ...

@@ -1,0 +1,27 @@
+"""The format of a rendered condensation prompt (docs/architecture.md "Condensation").
+
+Shared by the prompt builder of the domain and the offline model, which reads the fenced
+blocks back: the fence markers, the speaker labels, the item separator, the placeholders of
+a prompt template, and what counts as a word.
+"""
+
+from typing import Final
+
+# Fences around data in the rendered prompt.
+OLD_MEMORY_BEGIN: Final = "<<<OLD_MEMORY>>>"
+OLD_MEMORY_END: Final = "<<<END_OLD_MEMORY>>>"
+NEW_CONTENT_BEGIN: Final = "<<<NEW_CONTENT>>>"
+NEW_CONTENT_END: Final = "<<<END_NEW_CONTENT>>>"
+
+USER_LABEL: Final = "User"
+ASSISTANT_LABEL: Final = "Assistant"
+ITEM_SEPARATOR: Final = "\n\n"
+
+PLACEHOLDERS: Final = frozenset(
+    {"OLD_MEMORY", "NEW_CONTENT", "MAX_WORDS", "USER_NAME", "CUSTOM_INSTRUCTIONS"}
+)
+
+
+def count_words(text: str | None) -> int:
+    """The one word count used everywhere (budget, API bodies): whitespace-separated tokens."""
+    return len(text.split()) if text else 0

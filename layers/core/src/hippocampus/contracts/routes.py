@@ -1,0 +1,80 @@
+"""The HTTP routes of the API (docs/api.md) and the function that serves each.
+
+The CDK app builds API Gateway resources from this table, the local stack and the tests build
+events with it, and the API uses it to tell 405 (known path, other method) from 404. `match_path`
+is the one path-template matcher of the project.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+from urllib.parse import unquote
+
+ApiFunctionName = Literal["get_memory", "ingest"]
+
+TENANT_PREFIX: Final = "/v1/tenants/{tenant_id}"
+MEMORY_PATH: Final = TENANT_PREFIX + "/users/{user_id}/memory"
+HEALTH_PATH: Final = "/v1/health"
+OPENAPI_PATH: Final = "/v1/openapi.json"
+HISTORY_PATH: Final = MEMORY_PATH + "/history"
+JOB_PATH: Final = TENANT_PREFIX + "/jobs/{job_id}"
+FACT_PATH: Final = MEMORY_PATH + "/facts/{fact_id}"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: ApiFunctionName
+
+
+ROUTES: Final[tuple[Route, ...]] = (
+    Route("GET", HEALTH_PATH, "get_memory"),
+    Route("GET", OPENAPI_PATH, "get_memory"),
+    Route("GET", MEMORY_PATH, "get_memory"),
+    Route("GET", HISTORY_PATH, "get_memory"),
+    Route("GET", JOB_PATH, "get_memory"),
+    Route("POST", MEMORY_PATH, "ingest"),
+    Route("PUT", MEMORY_PATH, "ingest"),
+    Route("DELETE", MEMORY_PATH, "ingest"),
+    Route("DELETE", FACT_PATH, "ingest"),
+)
+
+
+def match_path(template: str, path: str) -> dict[str, str] | None:
+    """The (percent-decoded) values of the `{name}` segments of `template` in `path`; None if it does not match."""
+    template_parts = template.split("/")
+    path_parts = path.split("/")
+    if len(template_parts) != len(path_parts):
+        return None
+    values: dict[str, str] = {}
+    for expected, actual in zip(template_parts, path_parts, strict=True):
+        if expected.startswith("{") and expected.endswith("}"):
+            if not actual:
+                return None
+            values[expected[1:-1]] = unquote(actual)
+        elif expected != actual:
+            return None
+    return values
+
+
+def match(method: str, path: str) -> Route | None:
+    """The route serving `method path`, or None."""
+    return next(
+        (r for r in ROUTES if r.method == method.upper() and match_path(r.path, path) is not None), None
+    )
+
+
+def resource_of(path: str) -> str | None:
+    """The route template `path` belongs to, whatever the method (None: the path is unknown)."""
+    return next((r.path for r in ROUTES if match_path(r.path, path) is not None), None)
+
+
+def allowed_methods(path: str) -> list[str]:
+    """Methods the API serves on `path` (empty: the path is unknown)."""
+    return sorted({r.method for r in ROUTES if match_path(r.path, path) is not None})
+
+
+def powertools_path(path: str) -> str:
+    """`/v1/tenants/{tenant_id}` → `/v1/tenants/<tenant_id>` (the Powertools resolver's syntax)."""
+    return re.sub(r"\{([^/]+)\}", r"<\1>", path)

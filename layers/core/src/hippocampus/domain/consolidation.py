@@ -1,0 +1,227 @@
+"""The condenser's work: fold one user's queued items into that user's memory, exactly once.
+
+Per user and batch: skip jobs already applied (the ledger) or superseded by a delete, make ONE
+LLM call for the rest, and write the new version conditionally on the version read, together
+with the applied-job ledger. A concurrent writer makes the write lose; we read again and retry.
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hippocampus.contracts.errors import ConditionFailed, ServiceError
+from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
+from hippocampus.contracts.names import DLQ_MAX_RECEIVE_COUNT
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.history import HistoryArchive
+from hippocampus.domain.prompt import CondenseInput
+from hippocampus.observability import MetricName, logger, record_metric
+
+WRITE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class QueuedItem:
+    """One queue message, as the condenser needs it (built from an SQS record by the API layer)."""
+
+    message_id: str
+    message: CondenseMessage
+    receive_count: int
+    trace_header: str | None = None
+
+
+class CondensationFailed(ServiceError):
+    code = "condensation_failed"
+
+
+class Deferred(Exception):
+    """Not enough time left in this invocation for one more user: SQS delivers the records again."""
+
+
+class ConsolidationService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        jobs: JobStore,
+        archive: ArchiveStore,
+        condenser: Callable[[], Condenser],
+        tracing: Tracing,
+        clock: Clock = utc_now,
+        max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
+        user_budget_ms: int = 0,
+    ) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._archive = archive
+        self._history = HistoryArchive(store, archive, tracing)
+        self._condenser = condenser
+        self._tracing = tracing
+        self._clock = clock
+        self._max_receive_count = max_receive_count
+        self._user_budget_ms = user_budget_ms
+
+    def process_batch(
+        self, items: Sequence[QueuedItem], remaining_ms: Callable[[], int] | None = None
+    ) -> dict[str, Exception]:
+        """Condense a batch; return the failure of each message that must be retried.
+
+        A user is started only with time for its worst case left (`user_budget_ms`): a timed-out
+        invocation would report nothing and leave its jobs `processing`. The first user always runs.
+        """
+        failures: dict[str, Exception] = {}
+        for index, group in enumerate(_by_user(items)):
+            if index and remaining_ms is not None and remaining_ms() < self._user_budget_ms:
+                logger.info("deferring users to the next delivery", extra={"records": len(group)})
+                failures.update({item.message_id: Deferred() for item in group})
+                continue
+            try:
+                self.process_user(group)
+            except Exception as error:
+                failures.update({item.message_id: error for item in group})
+        return failures
+
+    def process_user(self, items: Sequence[QueuedItem]) -> None:
+        first = items[0].message
+        # Every log line of this user's work carries its tenant and job ids (correlation ids).
+        logger.append_keys(tenant_id=first.tenant_id, job_ids=[item.message.job_id for item in items])
+        try:
+            with (
+                self._tracing.continue_from(items[0].trace_header),
+                self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
+            ):
+                pending = self._unapplied(items)
+                try:
+                    self._condense(pending)
+                except Exception as error:
+                    self._report_failure(pending, error)
+                    raise
+        finally:
+            logger.remove_keys(["tenant_id", "job_ids"])
+
+    def _unapplied(self, items: Sequence[QueuedItem]) -> list[QueuedItem]:
+        """Drop redeliveries of jobs already applied or settled (the ledger), without an LLM call.
+
+        One batch read of the jobs for the whole group."""
+        tenant_id = items[0].message.tenant_id
+        jobs = self._jobs.get_jobs(tenant_id, [item.message.job_id for item in items])
+        pending: list[QueuedItem] = []
+        seen: set[str] = set()
+        for item in items:
+            job_id = item.message.job_id
+            job = jobs.get(job_id)
+            # The same job twice in one batch (sent again, or redriven) is applied once.
+            if job_id in seen or job is None or job.status in {"completed", "skipped"}:
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+                continue
+            seen.add(job_id)
+            pending.append(item)
+        return pending
+
+    def _condense(self, pending: list[QueuedItem]) -> None:
+        for _ in range(WRITE_ATTEMPTS):
+            if not pending:
+                return
+            tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
+            state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
+            pending, inputs = self._live(pending, state)
+            if not pending:
+                return
+            job_ids = [item.message.job_id for item in pending]
+            self._jobs.set_job_status(tenant_id, job_ids, "processing")
+            if self._apply(pending, inputs, state):
+                return
+            # Another writer won: the items it applied drop out, the rest are condensed again.
+            record_metric(MetricName.VERSION_CONFLICTS)
+            pending = self._unapplied(pending)
+        raise CondensationFailed("the memory kept changing during condensation; it will be retried")
+
+    def _live(
+        self, pending: list[QueuedItem], state: MemoryState
+    ) -> tuple[list[QueuedItem], list[CondenseInput]]:
+        """Items still to apply with their content; those superseded by a delete become `skipped`."""
+        live: list[QueuedItem] = []
+        inputs: list[CondenseInput] = []
+        raw_cache: dict[str, list[dict[str, object]] | None] = {}
+        for item in pending:
+            message = item.message
+            if message.generation < state.generation:
+                # Deletion wins: the user was forgotten after this item was accepted.
+                self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
+                record_metric(MetricName.JOBS_SKIPPED)
+                continue
+            content = self._raw_item(message, raw_cache)
+            if content is None:
+                # Not deleted, yet its payload is gone (expired before a late redrive): say so.
+                failure = JobError(code="payload_missing", message="the accepted payload is no longer stored")
+                self._jobs.set_job_status(message.tenant_id, [message.job_id], "failed", failure)
+                continue
+            live.append(item)
+            inputs.append(CondenseInput.from_item(content, message.item_id))
+        return live, inputs
+
+    def _raw_item(
+        self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]
+    ) -> IngestItem | None:
+        if message.raw_key not in cache:
+            with self._tracing.span("s3.get_raw", tenant_id=message.tenant_id, job_id=message.job_id):
+                payload = self._archive.get_raw(message.raw_key)
+            cache[message.raw_key] = payload.get("items") if payload else None
+        stored = cache[message.raw_key]
+        if stored is None or message.raw_index >= len(stored):
+            return None
+        return IngestItem.model_validate(stored[message.raw_index])
+
+    def _apply(self, pending: list[QueuedItem], inputs: list[CondenseInput], state: MemoryState) -> bool:
+        """One LLM call, one conditional write; False when another writer got there first."""
+        tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
+        job_ids = [item.message.job_id for item in pending]
+        started = time.perf_counter()
+        with self._tracing.span("llm.condense", tenant_id=tenant_id, job_id=job_ids[0]):
+            outcome = self._condenser().condense(state.memory, inputs)
+        record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
+        record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
+        record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
+        if outcome.budget_cut:
+            record_metric(MetricName.BUDGET_CUTS)
+        now = self._clock()
+        memory = outcome.memory
+        if not outcome.changed or memory is None:
+            # Nothing worth keeping: the jobs are done and the current version stays.
+            self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=state.version)
+            record_metric(MetricName.CONDENSATIONS_OK)
+            return True
+        write = MemoryWrite(
+            tenant_id, user_id, state.version, state.generation, memory, outcome.word_count, now, job_ids
+        )
+        try:
+            with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id, job_id=job_ids[0]):
+                self._store.write_memory(write)
+        except ConditionFailed:
+            return False
+        entry = HistoryVersion(version=state.version + 1, memory=memory, updated_at=now, job_ids=job_ids)
+        self._history.record(tenant_id, user_id, state.generation, entry)
+        record_metric(MetricName.CONDENSATIONS_OK)
+        record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
+        logger.info("memory condensed", extra={"version": state.version + 1, "llm_calls": outcome.llm_calls})
+        return True
+
+    def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
+        record_metric(MetricName.CONDENSATIONS_FAILED)
+        code = error.code if isinstance(error, ServiceError) else "llm_or_dependency_error"
+        failure = JobError(code=code, message=f"{type(error).__name__}: condensation failed")
+        for item in pending:
+            last_attempt = item.receive_count >= self._max_receive_count
+            # Until the last attempt the job stays queued (with the error) for SQS to redeliver.
+            status: JobStatus = "failed" if last_attempt else "queued"
+            self._jobs.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
+        logger.warning("condensation failed", extra={"error_type": type(error).__name__})
+
+
+def _by_user(items: Sequence[QueuedItem]) -> list[list[QueuedItem]]:
+    """Group records per user, keeping arrival order inside each group."""
+    groups: dict[tuple[str, str], list[QueuedItem]] = {}
+    for item in items:
+        groups.setdefault((item.message.tenant_id, item.message.user_id), []).append(item)
+    return list(groups.values())

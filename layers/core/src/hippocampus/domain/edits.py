@@ -1,0 +1,80 @@
+"""Edits by hand: replace the summary (PUT), forget the user (DELETE), delete one fact."""
+
+from hippocampus.contracts.errors import (
+    ConditionFailed,
+    LimitExceeded,
+    NotFound,
+    ValidationFailed,
+    VersionConflict,
+)
+from hippocampus.contracts.models import HistoryVersion, MemoryBody
+from hippocampus.contracts.ports import ArchiveStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.contracts.prompt_format import count_words
+from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.history import HistoryArchive
+from hippocampus.domain.reads import memory_body
+from hippocampus.observability import MetricName, logger, record_metric
+
+
+class EditService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        archive: ArchiveStore,
+        tracing: Tracing,
+        max_words: int,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._store = store
+        self._archive = archive
+        self._history = HistoryArchive(store, archive, tracing)
+        self._tracing = tracing
+        self._max_words = max_words
+        self._clock = clock
+
+    def put_memory(
+        self, tenant_id: str, user_id: str, memory: str, expected_version: int | None
+    ) -> MemoryBody:
+        if expected_version is None:
+            raise ValidationFailed(
+                "expected_version is required (in the body, or as an If-Match header)",
+                [{"field": "expected_version", "message": "field required", "type": "missing"}],
+            )
+        text = memory.strip()
+        words = count_words(text)
+        if words > self._max_words:
+            raise LimitExceeded(
+                f"memory has {words} words; the limit is {self._max_words}",
+                [{"field": "memory", "message": f"at most {self._max_words} words", "type": "limit"}],
+            )
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
+        if state.version != expected_version:
+            raise VersionConflict(f"memory is at version {state.version}, not {expected_version}")
+        now = self._clock()
+        write = MemoryWrite(tenant_id, user_id, expected_version, state.generation, text, words, now)
+        try:
+            with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id):
+                self._store.write_memory(write)
+        except ConditionFailed as error:
+            record_metric(MetricName.VERSION_CONFLICTS)
+            raise VersionConflict("memory changed while it was being replaced; read it again") from error
+        entry = HistoryVersion(version=expected_version + 1, memory=text, updated_at=now, job_ids=[])
+        self._history.record(tenant_id, user_id, state.generation, entry)
+        new_state = MemoryState(text, expected_version + 1, words, now, state.generation)
+        return memory_body(tenant_id, user_id, new_state, facts)
+
+    def delete_memory(self, tenant_id: str, user_id: str) -> None:
+        """The tombstone first (every queued item of the old generation is then skipped), then S3."""
+        with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):
+            self._store.erase_user(tenant_id, user_id)
+        with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
+            self._archive.erase_user(tenant_id, user_id)
+        record_metric(MetricName.DELETES)
+        logger.info("user forgotten", extra={"tenant_id": tenant_id})
+
+    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
+        with self._tracing.span("dynamodb.delete_fact", tenant_id=tenant_id):
+            deleted = self._store.delete_fact(tenant_id, user_id, fact_id)
+        if not deleted:
+            raise NotFound(f"fact '{fact_id}' was not found")

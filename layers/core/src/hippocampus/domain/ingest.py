@@ -1,0 +1,218 @@
+"""Ingestion (POST …/memory): facts are stored at once, turns are queued for the condenser.
+
+Order matters for "deletion wins" (docs/architecture.md): the raw payload of the turns is stored
+*before* the user's memory item is read. A delete that listed raw/ before the payload landed had
+already written its tombstone, so this request then reads the new generation and its items
+belong to the user's life after the delete; no second look at the memory item is needed.
+"""
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from hippocampus.contracts.errors import ConditionFailed, LimitExceeded
+from hippocampus.contracts.limits import MAX_FACT_BYTES_PER_USER, MAX_FACTS_PER_USER
+from hippocampus.contracts.models import (
+    CondenseMessage,
+    Fact,
+    IngestItem,
+    IngestRequest,
+    Job,
+    JobError,
+    JobsResponse,
+    compact_json_size,
+)
+from hippocampus.contracts.ports import ArchiveStore, JobQueue, JobStore, MemoryState, MemoryStore, Tracing
+from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.jobs import content_hash, job_id_for, new_job
+from hippocampus.observability import MetricName, logger, record_metric
+
+FACT_FIELDS = {"id", "text", "metadata", "additional_metadata"}
+# What one fact adds to the stored item besides its fields (keys, generation, timestamps).
+FACT_OVERHEAD_BYTES = 32
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """An `infer: true` item and its place in the raw payload."""
+
+    raw_index: int
+    item: IngestItem
+
+
+def check_fact_limits(items: Sequence[IngestItem], existing: list[Fact]) -> None:
+    """At most MAX_FACTS_PER_USER facts, MAX_FACT_BYTES_PER_USER in all: checked before anything is written."""
+    sizes = {fact.id: compact_json_size(fact.model_dump(mode="json")) for fact in existing}
+    for item in items:
+        if not item.infer:
+            assert item.id is not None  # ids are assigned before the check
+            fields = item.model_dump(mode="json", include=FACT_FIELDS)
+            sizes[item.id] = compact_json_size(fields) + FACT_OVERHEAD_BYTES
+    if len(sizes) > MAX_FACTS_PER_USER:
+        raise LimitExceeded(
+            f"a user holds at most {MAX_FACTS_PER_USER} facts; this request would make {len(sizes)}",
+            [{"field": "items", "message": f"at most {MAX_FACTS_PER_USER} facts per user", "type": "limit"}],
+        )
+    if sum(sizes.values()) > MAX_FACT_BYTES_PER_USER:
+        raise LimitExceeded(
+            f"a user's facts hold at most {MAX_FACT_BYTES_PER_USER} bytes in all (they come back in every read)",
+            [{"field": "items", "message": "facts too large in total", "type": "limit"}],
+        )
+
+
+def with_ids(items: Sequence[IngestItem]) -> list[IngestItem]:
+    """Every item with its id: the one given, or a new one."""
+    return [item if item.id else item.model_copy(update={"id": f"item-{uuid.uuid4().hex}"}) for item in items]
+
+
+class IngestService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        jobs: JobStore,
+        archive: ArchiveStore,
+        queue: Callable[[], JobQueue],
+        tracing: Tracing,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._archive = archive
+        self._queue = queue
+        self._tracing = tracing
+        self._clock = clock
+
+    def ingest(self, tenant_id: str, user_id: str, request: IngestRequest, request_id: str) -> JobsResponse:
+        items = with_ids(request.items)
+        turns: dict[int, _Turn] = {}
+        for index, item in enumerate(items):
+            if item.infer:
+                turns[index] = _Turn(len(turns), item)
+        raw_key = self._store_raw(tenant_id, user_id, request_id, list(turns.values()))
+        queued: list[tuple[_Turn, Job]] = []
+        try:
+            jobs, generation = self._accept(tenant_id, user_id, items, turns, queued)
+        except Exception:
+            self._undo(tenant_id, queued, raw_key)
+            raise
+        if queued:
+            try:
+                self._send(tenant_id, user_id, queued, generation, raw_key)
+            except Exception:
+                # Some messages may be on the queue already: they still need the payload.
+                self._undo(tenant_id, queued, None)
+                raise
+        elif raw_key is not None:
+            self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
+        record_metric(MetricName.ITEMS_INGESTED, len(items))
+        logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
+        return JobsResponse(jobs=jobs)
+
+    def _store_raw(self, tenant_id: str, user_id: str, request_id: str, turns: list[_Turn]) -> str | None:
+        if not turns:
+            return None
+        payload = {"items": [turn.item.model_dump(mode="json") for turn in turns]}
+        with self._tracing.span("s3.put_raw", tenant_id=tenant_id):
+            return self._archive.put_raw(tenant_id, user_id, request_id, payload)
+
+    def _accept(
+        self,
+        tenant_id: str,
+        user_id: str,
+        items: list[IngestItem],
+        turns: dict[int, _Turn],
+        queued: list[tuple[_Turn, Job]],
+    ) -> tuple[list[Job], int]:
+        """Create every item's job and write the facts; new turn jobs go to `queued`, to be sent."""
+        needs_facts = len(turns) < len(items)
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=needs_facts)
+        if needs_facts:
+            check_fact_limits(items, facts)
+        now = self._clock()
+        jobs: list[Job] = []
+        for index, item in enumerate(items):
+            turn = turns.get(index)
+            if turn is None:
+                jobs.append(self._write_fact(tenant_id, user_id, item, state, now))
+                continue
+            job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now)
+            if created:
+                queued.append((turn, job))
+            else:
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+            jobs.append(job)
+        return jobs, state.generation
+
+    def _create_turn_job(
+        self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime
+    ) -> tuple[Job, bool]:
+        assert item.id is not None
+        job_id = job_id_for(tenant_id, user_id, item.id, content_hash(item), generation)
+        job = new_job(tenant_id, user_id, item.id, job_id, now)
+        with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
+            return self._jobs.create_job(job, generation)
+
+    def _write_fact(
+        self, tenant_id: str, user_id: str, item: IngestItem, state: MemoryState, now: datetime
+    ) -> Job:
+        """The fact and its completed job in one transaction. Sending a fact again always writes it."""
+        assert item.id is not None and item.text is not None  # a fact always has text (IngestItem)
+        job_id = job_id_for(tenant_id, user_id, item.id, uuid.uuid4().hex, state.generation)
+        job = new_job(tenant_id, user_id, item.id, job_id, now, "completed").model_copy(
+            update={"memory_version": state.version}
+        )
+        fact = Fact(
+            id=item.id,
+            text=item.text,
+            metadata=item.metadata,
+            additional_metadata=item.additional_metadata,
+            updated_at=now,
+        )
+        try:
+            with self._tracing.span("dynamodb.put_fact", tenant_id=tenant_id, job_id=job_id):
+                self._store.put_fact(tenant_id, user_id, fact, job, state.generation)
+        except ConditionFailed:
+            # The user was deleted after this request read it: deletion wins, the fact is not kept.
+            skipped = job.model_copy(update={"status": "skipped", "memory_version": None})
+            return self._jobs.create_job(skipped, state.generation)[0]
+        record_metric(MetricName.FACTS_WRITTEN)
+        return job
+
+    def _send(
+        self,
+        tenant_id: str,
+        user_id: str,
+        queued: list[tuple[_Turn, Job]],
+        generation: int,
+        raw_key: str | None,
+    ) -> None:
+        assert raw_key is not None  # turns always have a raw payload
+        messages = [
+            CondenseMessage(
+                job_id=job.job_id,
+                tenant_id=tenant_id,
+                user_id=user_id,
+                item_id=job.item_id,
+                generation=generation,
+                raw_key=raw_key,
+                raw_index=turn.raw_index,
+                queued_at=job.updated_at,
+            )
+            for turn, job in queued
+        ]
+        with self._tracing.span("sqs.send", tenant_id=tenant_id, job_id=messages[0].job_id):
+            self._queue().send(messages, self._tracing.current_trace_header())
+
+    def _undo(self, tenant_id: str, unqueued: list[tuple[_Turn, Job]], raw_key: str | None) -> None:
+        """After a failure: jobs created but not queued turn `failed` (sending the items again queues
+        them anew), and a raw payload that no message points to is erased."""
+        failure = JobError(code="dependency_unavailable", message="the item could not be queued")
+        try:
+            job_ids = [job.job_id for _, job in unqueued]
+            self._jobs.set_job_status(tenant_id, job_ids, "failed", failure)
+            if raw_key is not None:
+                self._archive.delete_raw(raw_key)
+        except Exception:
+            logger.exception("clean-up after a failed ingest did not finish", extra={"tenant_id": tenant_id})

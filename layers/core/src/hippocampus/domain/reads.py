@@ -1,0 +1,50 @@
+"""The read path (get_memory function): the memory body, its history and one job."""
+
+from hippocampus.contracts.errors import NotFound
+from hippocampus.contracts.models import Fact, HistoryResponse, Job, MemoryBody
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, Tracing
+from hippocampus.observability import MetricName, record_metric
+
+
+def memory_body(tenant_id: str, user_id: str, state: MemoryState, facts: list[Fact]) -> MemoryBody:
+    return MemoryBody(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        memory=state.memory,
+        version=state.version,
+        word_count=state.word_count,
+        updated_at=state.updated_at,
+        facts=facts,
+    )
+
+
+class ReadService:
+    """One key lookup (a single-partition query) per memory read."""
+
+    def __init__(self, store: MemoryStore, jobs: JobStore, archive: ArchiveStore, tracing: Tracing) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._archive = archive
+        self._tracing = tracing
+
+    def get_memory(self, tenant_id: str, user_id: str) -> MemoryBody:
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
+        record_metric(MetricName.MEMORY_READS)
+        if state.memory is None and not facts:
+            record_metric(MetricName.MEMORY_MISSES)
+        return memory_body(tenant_id, user_id, state, facts)
+
+    def get_history(self, tenant_id: str, user_id: str, limit: int) -> HistoryResponse:
+        with self._tracing.span("dynamodb.read_generation", tenant_id=tenant_id):
+            generation = self._store.read_generation(tenant_id, user_id)
+        with self._tracing.span("s3.list_history", tenant_id=tenant_id):
+            versions = self._archive.list_history(tenant_id, user_id, generation, limit)
+        return HistoryResponse(versions=versions)
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job:
+        with self._tracing.span("dynamodb.get_job", tenant_id=tenant_id, job_id=job_id):
+            job = self._jobs.get_job(tenant_id, job_id)
+        if job is None:
+            raise NotFound(f"job '{job_id}' was not found for tenant '{tenant_id}'")
+        return job

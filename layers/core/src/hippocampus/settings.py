@@ -1,0 +1,110 @@
+"""Runtime settings (docs/configuration.md), parsed once per cold start from the environment.
+
+Every variable is `MEMORY_<FIELD>` (pydantic-settings' `env_prefix`), except the OpenAI SDK's own
+`OPENAI_*` variables and the Lambda runtime's `AWS_EXECUTION_ENV`. A bad value fails fast with a
+message that names the variable. Only the composition root reads these settings.
+"""
+
+from functools import lru_cache
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.contracts.names import LlmProviderName, TracingMode, default_model
+
+ENV_PREFIX = "MEMORY_"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    # Resources (set by the CDK app and the local stack).
+    table_name: str = ""
+    idempotency_table_name: str = ""
+    bucket_name: str = ""
+    queue_url: str = ""
+
+    # Condensation.
+    max_words: int = Field(50, ge=5, le=2000)
+    condense_prompt: str | None = None
+    llm_provider: LlmProviderName | None = None
+    # None: the provider's default (names.default_model).
+    llm_model: str | None = Field(None, min_length=1)
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+    openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    llm_api_key_secret: str | None = None
+    llm_timeout_s: float = Field(20.0, gt=0, le=300)
+
+    # Retention.
+    ttl_days: int | None = Field(None, ge=1)
+    job_retention_days: int = Field(30, ge=1)
+    idempotency_ttl_s: int = Field(3600, ge=60)
+
+    # Observability.
+    log_content: bool = False
+    tracing: TracingMode | None = None
+    aws_execution_env: str | None = Field(None, validation_alias=AliasChoices("AWS_EXECUTION_ENV"))
+
+    @model_validator(mode="after")
+    def _resolve_defaults(self) -> "Settings":
+        has_key = bool(self.openai_api_key or self.llm_api_key_secret)
+        if self.llm_provider is None:
+            object.__setattr__(self, "llm_provider", "openai" if has_key else "offline")
+        if self.llm_model is None:
+            object.__setattr__(self, "llm_model", default_model(self.provider) or "")
+        if self.tracing is None:
+            in_lambda = (self.aws_execution_env or "").startswith("AWS_Lambda")
+            object.__setattr__(self, "tracing", "xray" if in_lambda else "off")
+        if self.condense_prompt is not None and not self.condense_prompt.strip():
+            object.__setattr__(self, "condense_prompt", None)
+        return self
+
+    @property
+    def provider(self) -> LlmProviderName:
+        assert self.llm_provider is not None  # resolved by the validator
+        return self.llm_provider
+
+    @property
+    def model(self) -> str:
+        assert self.llm_model is not None  # resolved by the validator
+        return self.llm_model
+
+    @property
+    def tracing_mode(self) -> TracingMode:
+        assert self.tracing is not None  # resolved by the validator
+        return self.tracing
+
+    def require(self, field: str) -> str:
+        """A resource setting this function needs; a clear error when it is missing."""
+        value = getattr(self, field)
+        if not value:
+            raise ConfigurationError(f"{variable_name(field)} must be set for this function")
+        return str(value)
+
+
+def variable_name(field: str) -> str:
+    """The environment variable of a settings field."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return ENV_PREFIX + field.upper()
+
+
+def load_settings() -> Settings:
+    """Parse the environment; raise ConfigurationError naming each bad variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = [
+            f"{variable_name(str(error['loc'][0])) if error['loc'] else '(settings)'}: {error['msg']}"
+            for error in exc.errors()
+        ]
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, parsed once per cold start."""
+    return load_settings()

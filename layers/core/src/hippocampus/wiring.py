@@ -1,0 +1,179 @@
+"""The composition root: settings, adapters and services, each built once per process and lazily.
+
+Lambda keeps a process warm between invocations, so everything here is created on first use and
+reused. The three `*_handler()` functions are what `functions/*/handler.py` export. Tests build
+handlers from the same `api` factories with fakes instead (tests/support/fakes.py), or call
+`reset()` to rebuild from another environment.
+"""
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
+from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+from hippocampus.adapters.dynamodb_table import Table
+from hippocampus.adapters.s3 import S3Archive
+from hippocampus.adapters.tracing import make_tracing
+from hippocampus.api import read_routes
+from hippocampus.api.entry import LambdaHandler, api_function
+from hippocampus.api.openapi import router as openapi_router
+from hippocampus.contracts.names import condensation_budget_s
+from hippocampus.domain.reads import ReadService
+from hippocampus.settings import get_settings
+
+if TYPE_CHECKING:
+    from hippocampus.api.idempotency import IdempotentIngest
+    from hippocampus.api.queue_batch import CondenserHandler
+    from hippocampus.contracts.ports import JobQueue
+    from hippocampus.domain.condenser import Condenser
+    from hippocampus.domain.consolidation import ConsolidationService
+    from hippocampus.domain.edits import EditService
+    from hippocampus.domain.ingest import IngestService
+
+
+@lru_cache(maxsize=1)
+def _table() -> Table:
+    return Table(get_settings().require("table_name"), lambda: aws_clients.client("dynamodb"))
+
+
+@lru_cache(maxsize=1)
+def memory_store() -> DynamoMemoryStore:
+    settings = get_settings()
+    return DynamoMemoryStore(_table(), settings.ttl_days, settings.job_retention_days)
+
+
+@lru_cache(maxsize=1)
+def job_store() -> DynamoJobStore:
+    return DynamoJobStore(_table(), get_settings().job_retention_days)
+
+
+@lru_cache(maxsize=1)
+def archive() -> S3Archive:
+    return S3Archive(get_settings().require("bucket_name"), lambda: aws_clients.client("s3"))
+
+
+@lru_cache(maxsize=1)
+def read_service() -> ReadService:
+    # The read path never loads the X-Ray SDK: Lambda active tracing records the invocation.
+    tracing = make_tracing(get_settings().tracing_mode, allow_xray_sdk=False)
+    return ReadService(memory_store(), job_store(), archive(), tracing)
+
+
+@lru_cache(maxsize=1)
+def job_queue() -> "JobQueue":
+    from hippocampus.adapters.sqs import SqsJobQueue
+
+    return SqsJobQueue(get_settings().require("queue_url"), lambda: aws_clients.client("sqs"))
+
+
+@lru_cache(maxsize=1)
+def ingest_service() -> "IngestService":
+    from hippocampus.domain.ingest import IngestService
+
+    tracing = make_tracing(get_settings().tracing_mode)
+    return IngestService(memory_store(), job_store(), archive(), job_queue, tracing)
+
+
+@lru_cache(maxsize=1)
+def idempotent_ingest() -> "IdempotentIngest":
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from hippocampus.api.idempotency import IdempotentIngest
+
+    settings = get_settings()
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.require("idempotency_table_name"), boto3_client=aws_clients.client("dynamodb")
+    )
+    return IdempotentIngest(ingest_service(), persistence, settings.idempotency_ttl_s)
+
+
+@lru_cache(maxsize=1)
+def edit_service() -> "EditService":
+    from hippocampus.domain.edits import EditService
+
+    settings = get_settings()
+    return EditService(memory_store(), archive(), make_tracing(settings.tracing_mode), settings.max_words)
+
+
+@lru_cache(maxsize=1)
+def condenser() -> "Condenser":
+    from hippocampus.adapters.llm import make_language_model
+    from hippocampus.domain.condenser import Condenser
+    from hippocampus.domain.prompt import PromptTemplate
+
+    settings = get_settings()
+    return Condenser(
+        make_language_model(settings),
+        settings.max_words,
+        PromptTemplate.from_text(settings.condense_prompt),
+        tracing=make_tracing(settings.tracing_mode),
+        log_content=settings.log_content,
+    )
+
+
+@lru_cache(maxsize=1)
+def consolidation_service() -> "ConsolidationService":
+    from hippocampus.domain.consolidation import ConsolidationService
+    from hippocampus.domain.prompt import PromptTemplate
+
+    settings = get_settings()
+    PromptTemplate.from_text(settings.condense_prompt)  # an unknown placeholder fails the cold start
+    return ConsolidationService(
+        memory_store(),
+        job_store(),
+        archive(),
+        condenser,
+        make_tracing(settings.tracing_mode),
+        user_budget_ms=int(condensation_budget_s(settings.llm_timeout_s) * 1000),
+    )
+
+
+def get_memory_handler() -> LambdaHandler:
+    """The read function: memory, history, jobs, health, OpenAPI, and the read actions."""
+    get_settings()  # a bad configuration fails the cold start, naming the variable
+    return api_function(
+        [read_routes.router, openapi_router],
+        read_routes.direct_actions(read_service),
+        {read_routes.read_service: read_service},
+    )
+
+
+def ingest_handler() -> LambdaHandler:
+    """The write function: ingest, replace, forget, delete a fact, and the write actions."""
+    from hippocampus.api import write_routes
+
+    get_settings().require("queue_url")
+    return api_function(
+        [write_routes.router],
+        write_routes.direct_actions(idempotent_ingest, edit_service),
+        {write_routes.idempotent_ingest: idempotent_ingest, write_routes.edit_service: edit_service},
+    )
+
+
+def condenser_handler() -> "CondenserHandler":
+    """The SQS-triggered condenser; settings and the prompt template are checked at cold start."""
+    from hippocampus.api.queue_batch import condenser_function
+
+    consolidation_service()
+    return condenser_function(consolidation_service)
+
+
+def reset() -> None:
+    """Forget every cached object (tests switch environments and endpoints)."""
+    for cached in (
+        _table,
+        memory_store,
+        job_store,
+        archive,
+        read_service,
+        job_queue,
+        ingest_service,
+        idempotent_ingest,
+        edit_service,
+        condenser,
+        consolidation_service,
+    ):
+        cached.cache_clear()
+    get_settings.cache_clear()
+    aws_clients.reset_clients()

@@ -1,0 +1,275 @@
+"""In-memory fakes of every port, with the semantics the adapters guarantee.
+
+- `FakeMemoryStore`: writes conditional on version and generation; the applied-job ledger in the
+  same "transaction" as the memory write; a fact and its job together, or neither.
+- `FakeJobStore`: completed and skipped are final; a failed job sent again is queued again.
+- `FakeArchive`, `FakeQueue`, `ScriptedModel`: raw payloads and history, sent messages, an LLM
+  that answers from a script (or a function of the prompt).
+
+Each fake takes hooks (`before_write`, `fail_next`, ...) so tests stage races and outages
+without patching anything.
+"""
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any
+
+from hippocampus.adapters.tracing import NoTracing
+from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable
+from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
+from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite
+from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.domain.edits import EditService
+from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.reads import ReadService
+
+FINAL: frozenset[str] = frozenset({"completed", "skipped"})
+Hook = Callable[[], None]
+
+
+class Outage(Exception):
+    """What a failing fake raises: stands in for a throttled or unreachable AWS service."""
+
+
+@dataclass
+class _User:
+    state: MemoryState = field(default_factory=MemoryState)
+    facts: dict[str, tuple[Fact, int]] = field(default_factory=dict)
+
+
+class FakeJobStore:
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.lock = threading.RLock()
+        self.batch_reads = 0
+
+    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+        with self.lock:
+            existing = self.jobs.get(job.job_id)
+            if existing is None:
+                self.jobs[job.job_id] = job
+                return job, True
+            if existing.status != "failed":
+                return existing, False
+            requeued = existing.model_copy(update={"status": "queued", "error": None, "memory_version": None})
+            self.jobs[job.job_id] = requeued
+            return requeued, True
+
+    def get_job(self, tenant_id: str, job_id: str) -> Job | None:
+        job = self.jobs.get(job_id)
+        return job if job is not None and job.tenant_id == tenant_id else None
+
+    def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
+        self.batch_reads += 1
+        return {job_id: job for job_id in job_ids if (job := self.get_job(tenant_id, job_id))}
+
+    def set_job_status(
+        self,
+        tenant_id: str,
+        job_ids: Sequence[str],
+        status: JobStatus,
+        error: JobError | None = None,
+        memory_version: int | None = None,
+    ) -> None:
+        with self.lock:
+            for job_id in job_ids:
+                job = self.get_job(tenant_id, job_id)
+                if job is None or job.status in FINAL:
+                    continue
+                update: dict[str, Any] = {"status": status, "error": error}
+                if memory_version is not None:
+                    update["memory_version"] = memory_version
+                self.jobs[job_id] = job.model_copy(update=update)
+
+    def status(self, job_id: str) -> str:
+        return self.jobs[job_id].status
+
+
+class FakeMemoryStore:
+    def __init__(self, jobs: FakeJobStore) -> None:
+        self._jobs = jobs
+        self.users: dict[tuple[str, str], _User] = {}
+        # Called just before a conditional write is checked: a test stages a concurrent writer here.
+        self.before_write: Hook | None = None
+        self.before_fact: Hook | None = None
+        self.fail_next_fact: Exception | None = None
+        self.writes = 0
+
+    def _user(self, tenant_id: str, user_id: str) -> _User:
+        return self.users.setdefault((tenant_id, user_id), _User())
+
+    def read_memory(self, tenant_id: str, user_id: str, with_facts: bool) -> tuple[MemoryState, list[Fact]]:
+        with self._jobs.lock:
+            user = self._user(tenant_id, user_id)
+            facts = [fact for fact, gen in user.facts.values() if gen == user.state.generation]
+            return user.state, sorted(facts, key=lambda fact: fact.id) if with_facts else []
+
+    def read_generation(self, tenant_id: str, user_id: str) -> int:
+        return self._user(tenant_id, user_id).state.generation
+
+    def write_memory(self, write: MemoryWrite) -> None:
+        hook, self.before_write = self.before_write, None
+        if hook:
+            hook()
+        with self._jobs.lock:
+            user = self._user(write.tenant_id, write.user_id)
+            if (user.state.version, user.state.generation) != (write.expected_version, write.generation):
+                raise ConditionFailed("version or generation changed")
+            version = write.expected_version + 1
+            user.state = MemoryState(
+                write.memory, version, write.word_count, write.updated_at, write.generation
+            )
+            self._jobs.set_job_status(
+                write.tenant_id, write.completed_job_ids, "completed", memory_version=version
+            )
+            self.writes += 1
+
+    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+        hook, self.before_fact = self.before_fact, None
+        if hook:
+            hook()
+        failure, self.fail_next_fact = self.fail_next_fact, None
+        if failure:
+            raise failure
+        with self._jobs.lock:
+            user = self._user(tenant_id, user_id)
+            if user.state.generation != generation:
+                raise ConditionFailed("the user was deleted")
+            if job.job_id in self._jobs.jobs:
+                raise ConditionFailed("job exists")
+            user.facts[fact.id] = (fact, generation)
+            self._jobs.jobs[job.job_id] = job
+
+    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
+        with self._jobs.lock:
+            return self._user(tenant_id, user_id).facts.pop(fact_id, None) is not None
+
+    def erase_user(self, tenant_id: str, user_id: str) -> int:
+        with self._jobs.lock:
+            user = self._user(tenant_id, user_id)
+            generation = user.state.generation + 1
+            user.state = MemoryState(generation=generation)
+            user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
+            return generation
+
+
+class FakeArchive:
+    def __init__(self) -> None:
+        self.raw: dict[str, dict[str, Any]] = {}
+        self.history: dict[tuple[str, str, int], dict[int, HistoryVersion]] = {}
+        self.before_history: Hook | None = None
+        self.fail_put_raw: Exception | None = None
+
+    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
+        if self.fail_put_raw:
+            raise self.fail_put_raw
+        key = f"raw/{tenant_id}/{user_id}/{request_id}.json"
+        self.raw[key] = deepcopy(dict(payload))
+        return key
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        return deepcopy(self.raw.get(key))
+
+    def delete_raw(self, key: str) -> None:
+        self.raw.pop(key, None)
+
+    def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
+        hook, self.before_history = self.before_history, None
+        if hook:
+            hook()
+        self.history.setdefault((tenant_id, user_id, generation), {})[entry.version] = entry
+
+    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
+        versions = self.history.get((tenant_id, user_id, generation), {})
+        return [versions[v] for v in sorted(versions, reverse=True)][:limit]
+
+    def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
+        self.history.get((tenant_id, user_id, generation), {}).pop(version, None)
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None:
+        prefix = f"raw/{tenant_id}/{user_id}/"
+        self.raw = {k: v for k, v in self.raw.items() if not k.startswith(prefix)}
+        self.history = {k: v for k, v in self.history.items() if k[:2] != (tenant_id, user_id)}
+
+    def history_count(self) -> int:
+        return sum(len(versions) for versions in self.history.values())
+
+
+class FakeQueue:
+    def __init__(self) -> None:
+        self.messages: list[tuple[CondenseMessage, str | None]] = []
+        self.fail_next: Exception | None = None
+
+    def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None:
+        failure, self.fail_next = self.fail_next, None
+        if failure:
+            raise DependencyUnavailable("the ingestion queue is unavailable; retry the request") from failure
+        self.messages += [(message, trace_header) for message in messages]
+
+
+class ScriptedModel:
+    """A `LanguageModel` answering from `answers` in turn (the last one repeats), or `reply(prompt)`."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: str | Exception, reply: Callable[[str], str] | None = None) -> None:
+        self._answers = list(answers)
+        self._reply = reply
+        self.prompts: list[str] = []
+
+    def complete(self, system: str, prompt: str) -> LlmResult:
+        self.prompts.append(prompt)
+        if self._reply is not None:
+            return LlmResult(self._reply(prompt), prompt_tokens=len(prompt.split()), completion_tokens=1)
+        answer = self._answers.pop(0) if len(self._answers) > 1 else self._answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return LlmResult(answer, prompt_tokens=len(prompt.split()), completion_tokens=len(answer.split()))
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+
+@dataclass
+class Ports:
+    """One fake of every port, wired together as the composition root wires the real ones."""
+
+    jobs: FakeJobStore = field(default_factory=FakeJobStore)
+    archive: FakeArchive = field(default_factory=FakeArchive)
+    queue: FakeQueue = field(default_factory=FakeQueue)
+    tracing: NoTracing = field(default_factory=lambda: NoTracing(header_source=lambda: None))
+    store: FakeMemoryStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = FakeMemoryStore(self.jobs)
+
+    def reads(self) -> ReadService:
+        return ReadService(self.store, self.jobs, self.archive, self.tracing)
+
+    def ingest(self) -> IngestService:
+        return IngestService(self.store, self.jobs, self.archive, lambda: self.queue, self.tracing)
+
+    def edits(self, max_words: int = 50) -> EditService:
+        return EditService(self.store, self.archive, self.tracing, max_words)
+
+    def consolidation(
+        self, model: LanguageModel, max_words: int = 50, **options: Any
+    ) -> ConsolidationService:
+        condenser = Condenser(model, max_words)
+        return ConsolidationService(
+            self.store, self.jobs, self.archive, lambda: condenser, self.tracing, **options
+        )
+
+    def raw_payloads(self) -> int:
+        return len(self.archive.raw)
+
+    def queued(self, receive_count: int = 1) -> list[QueuedItem]:
+        """Every message sent so far, as the condenser receives them (the queue keeps them)."""
+        return [
+            QueuedItem(f"m{index}", message, receive_count, header)
+            for index, (message, header) in enumerate(self.queue.messages)
+        ]
