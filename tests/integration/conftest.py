@@ -2,8 +2,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hippocampus import wiring as runtime
-from hippocampus.contracts import names as schema
+from hippocampus import wiring
+from hippocampus.contracts import names
 from tests.support.lambda_harness import Service
 from tests.support.moto_resources import create_resources
 
@@ -14,7 +14,7 @@ def aws(monkeypatch):
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
+        "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
     }.items():
         monkeypatch.setenv(name, value)
     for name in (
@@ -31,9 +31,9 @@ def aws(monkeypatch):
         monkeypatch.setenv("MEMORY_IDEMPOTENCY_TABLE_NAME", resources.idempotency_table_name)
         monkeypatch.setenv("MEMORY_BUCKET_NAME", resources.bucket_name)
         monkeypatch.setenv("MEMORY_QUEUE_URL", resources.queue_url)
-        runtime.reset()
+        wiring.reset()
         yield resources
-        runtime.reset()
+        wiring.reset()
 
 
 @pytest.fixture

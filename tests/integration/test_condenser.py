@@ -3,6 +3,7 @@
 import boto3
 import pytest
 
+from hippocampus import wiring
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.contracts.prompt_format import NEW_CONTENT_BEGIN, NEW_CONTENT_END
 
@@ -33,12 +34,11 @@ class FakeLlm:
 
 
 @pytest.fixture
-def llm(monkeypatch):
-    import hippocampus.adapters.llm
-
-    fake = FakeLlm()
-    monkeypatch.setattr(hippocampus.adapters.llm, "make_language_model", lambda settings, *a, **k: fake)
+def llm(service, monkeypatch):
     monkeypatch.setenv("MEMORY_MAX_WORDS", "200")
+    wiring.reset()
+    fake = FakeLlm()
+    service.condense_with(fake)
     return fake
 
 
@@ -144,10 +144,10 @@ def test_llm_failure_keeps_memory_and_fails_the_job_after_the_last_attempt(servi
     assert memory(service)["memory"] == "Alice sells candles." and memory(service)["version"] == 1
 
 
-def test_empty_llm_answer_never_wipes_memory(service, llm, monkeypatch):
+def test_empty_llm_answer_never_wipes_memory(service, llm):
     service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
     ingest(service, "Hello there!")
-    monkeypatch.setattr(llm, "complete", lambda system, prompt: LlmResult("   "))
+    llm.complete = lambda system, prompt: LlmResult("   ")
     service.drain()
     assert memory(service)["memory"] == "Alice sells candles."
 
@@ -196,25 +196,24 @@ def test_failed_job_can_be_sent_again(service, llm):
 
 
 def test_custom_prompt_template_is_used(service, llm, monkeypatch):
-    from hippocampus import wiring as runtime
-
     monkeypatch.setenv(
         "MEMORY_CONDENSE_PROMPT",
         "Keep {{MAX_WORDS}} words for {{USER_NAME}}.\n{{OLD_MEMORY}}\n{{NEW_CONTENT}}",
     )
-    runtime.reset()
+    wiring.reset()
+    service.condense_with(llm)
     service.call("POST", USER, {"items": [{"text": "Alice sells candles.", "user_name": "Alice"}]})
     service.drain()
     assert llm.prompts[0].startswith("Keep 200 words for Alice.")
 
 
 def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
-    from hippocampus import wiring as runtime
+    from hippocampus import wiring
     from hippocampus.contracts.errors import ConfigurationError
     from tests.support.lambda_harness import load_handler
 
     monkeypatch.setenv("MEMORY_CONDENSE_PROMPT", "{{NEW_CONTENT}} {{MOOD}}")
-    runtime.reset()
+    wiring.reset()
     with pytest.raises(ConfigurationError, match=r"MEMORY_CONDENSE_PROMPT.*MOOD"):
         load_handler("condenser")
 

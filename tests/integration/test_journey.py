@@ -1,4 +1,4 @@
-"""Every route of DESIGN §2 through the real handlers, with moto standing in for AWS."""
+"""Every route of docs/api.md through the real handlers, with moto standing in for AWS."""
 
 import json
 

@@ -54,12 +54,8 @@ class VerboseLlm:
 
 
 @pytest.fixture
-def verbose_llm(monkeypatch):
-    import hippocampus.adapters.llm
-
-    monkeypatch.setattr(
-        hippocampus.adapters.llm, "make_language_model", lambda settings, *a, **k: VerboseLlm(3 * 50)
-    )
+def verbose_llm(service):
+    service.condense_with(VerboseLlm(3 * 50))
 
 
 def test_metrics_of_a_full_cycle(service, verbose_llm, capsys):
@@ -76,7 +72,7 @@ def test_metrics_of_a_full_cycle(service, verbose_llm, capsys):
     assert metrics["ItemsIngested"] == 2 and metrics["FactsWritten"] == 1
     assert metrics["CondensationsOk"] == 1
     assert metrics["PromptTokens"] >= 100 and metrics["CompletionTokens"] >= 450
-    assert metrics["LlmLatencyMs"] >= 0
+    assert "LlmLatencyMs" in metrics  # the latency alarm reads it
     assert metrics["BudgetCuts"] == 1
     assert 0 < metrics["SummaryWords"] <= 50
 

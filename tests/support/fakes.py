@@ -16,7 +16,14 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyItemNotFoundError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
+
 from hippocampus.adapters.tracing import NoTracing
+from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable
 from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
 from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite
@@ -234,6 +241,32 @@ class ScriptedModel:
         return len(self.prompts)
 
 
+class FakeIdempotencyStore(BasePersistenceLayer):
+    """Powertools' idempotency persistence in a dict (the DynamoDB one, minus DynamoDB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: dict[str, DataRecord] = {}
+
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        try:
+            return self.records[idempotency_key]
+        except KeyError:
+            raise IdempotencyItemNotFoundError from None
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        existing = self.records.get(data_record.idempotency_key)
+        if existing is not None and not existing.is_expired:
+            raise IdempotencyItemAlreadyExistsError
+        self.records[data_record.idempotency_key] = data_record
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        self.records[data_record.idempotency_key] = data_record
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        self.records.pop(data_record.idempotency_key, None)
+
+
 @dataclass
 class Ports:
     """One fake of every port, wired together as the composition root wires the real ones."""
@@ -242,6 +275,7 @@ class Ports:
     archive: FakeArchive = field(default_factory=FakeArchive)
     queue: FakeQueue = field(default_factory=FakeQueue)
     tracing: NoTracing = field(default_factory=lambda: NoTracing(header_source=lambda: None))
+    idempotency: FakeIdempotencyStore = field(default_factory=FakeIdempotencyStore)
     store: FakeMemoryStore = field(init=False)
 
     def __post_init__(self) -> None:
@@ -252,6 +286,9 @@ class Ports:
 
     def ingest(self) -> IngestService:
         return IngestService(self.store, self.jobs, self.archive, lambda: self.queue, self.tracing)
+
+    def idempotent_ingest(self) -> IdempotentIngest:
+        return IdempotentIngest(self.ingest(), self.idempotency, ttl_s=3600)
 
     def edits(self, max_words: int = 50) -> EditService:
         return EditService(self.store, self.archive, self.tracing, max_words)

@@ -5,9 +5,10 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
+from hippocampus import wiring
 from hippocampus.contracts import names as schema
 from hippocampus.contracts import routes
 
@@ -98,6 +99,10 @@ class Service:
         self.condenser = load_handler("condenser")
         self._queue_url = queue_url
         self._sqs = sqs
+
+    def condense_with(self, model: Any) -> None:
+        """The condenser with `model` as its LLM and every other adapter as deployed."""
+        self.condenser = SimpleNamespace(lambda_handler=wiring.condenser_handler(model))
 
     def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> HttpResult:
         route = routes.match(method, path)

@@ -1,4 +1,4 @@
-"""Request models enforce every limit of DESIGN §2."""
+"""Request models enforce every limit of docs/api.md "Limits"."""
 
 import pytest
 from pydantic import ValidationError

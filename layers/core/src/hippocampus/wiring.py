@@ -23,10 +23,11 @@ from hippocampus.domain.reads import ReadService
 from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
-    from hippocampus.contracts.ports import JobQueue
-    from hippocampus.domain.condenser import Condenser
+    from hippocampus.contracts.ports import JobQueue, LanguageModel
     from hippocampus.domain.consolidation import ConsolidationService
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.ingest import IngestService
@@ -96,37 +97,37 @@ def edit_service() -> "EditService":
     return EditService(memory_store(), archive(), make_tracing(settings.tracing_mode), settings.max_words)
 
 
-@lru_cache(maxsize=1)
-def condenser() -> "Condenser":
-    from hippocampus.adapters.llm import make_language_model
+def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
+    """The condenser's service, condensing with the model `model` gives (built on first use)."""
     from hippocampus.domain.condenser import Condenser
-    from hippocampus.domain.prompt import PromptTemplate
-
-    settings = get_settings()
-    return Condenser(
-        make_language_model(settings),
-        settings.max_words,
-        PromptTemplate.from_text(settings.condense_prompt),
-        tracing=make_tracing(settings.tracing_mode),
-        log_content=settings.log_content,
-    )
-
-
-@lru_cache(maxsize=1)
-def consolidation_service() -> "ConsolidationService":
     from hippocampus.domain.consolidation import ConsolidationService
     from hippocampus.domain.prompt import PromptTemplate
 
     settings = get_settings()
-    PromptTemplate.from_text(settings.condense_prompt)  # an unknown placeholder fails the cold start
+    template = PromptTemplate.from_text(settings.condense_prompt)  # an unknown placeholder fails here
+    tracing = make_tracing(settings.tracing_mode)
+
+    @lru_cache(maxsize=1)
+    def condenser() -> Condenser:
+        return Condenser(
+            model(), settings.max_words, template, tracing=tracing, log_content=settings.log_content
+        )
+
     return ConsolidationService(
         memory_store(),
         job_store(),
         archive(),
         condenser,
-        make_tracing(settings.tracing_mode),
+        tracing,
         user_budget_ms=int(condensation_budget_s(settings.llm_timeout_s) * 1000),
     )
+
+
+@lru_cache(maxsize=1)
+def consolidation_service() -> "ConsolidationService":
+    from hippocampus.adapters.llm import make_language_model
+
+    return build_consolidation_service(lambda: make_language_model(get_settings()))
 
 
 def get_memory_handler() -> LambdaHandler:
@@ -151,12 +152,18 @@ def ingest_handler() -> LambdaHandler:
     )
 
 
-def condenser_handler() -> "CondenserHandler":
-    """The SQS-triggered condenser; settings and the prompt template are checked at cold start."""
+def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler":
+    """The SQS-triggered condenser; settings and the prompt template are checked at cold start.
+
+    `model` replaces the configured LLM provider (tests, benchmarks); the adapters stay the real ones.
+    """
     from hippocampus.api.queue_batch import condenser_function
 
-    consolidation_service()
-    return condenser_function(consolidation_service)
+    if model is None:
+        consolidation_service()
+        return condenser_function(consolidation_service)
+    service = build_consolidation_service(lambda: model)
+    return condenser_function(lambda: service)
 
 
 def reset() -> None:
@@ -171,7 +178,6 @@ def reset() -> None:
         ingest_service,
         idempotent_ingest,
         edit_service,
-        condenser,
         consolidation_service,
     ):
         cached.cache_clear()

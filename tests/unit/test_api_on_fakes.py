@@ -1,0 +1,109 @@
+"""The API layer with its services injected: routes, envelope and the condenser's batch report, on fakes."""
+
+import json
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from hippocampus.adapters.llm.offline import OfflineModel
+from hippocampus.api import read_routes, write_routes
+from hippocampus.api.entry import api_function
+from hippocampus.api.queue_batch import batch_failures, condenser_function
+from tests.support.fakes import Ports
+from tests.support.lambda_harness import Context, api_event
+
+MEMORY = "/v1/tenants/acme/users/alice/memory"
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports()
+
+
+@pytest.fixture
+def call(ports):
+    reads = api_function(
+        [read_routes.router],
+        read_routes.direct_actions(ports.reads),
+        {read_routes.read_service: ports.reads},
+    )
+    edits = ports.edits()
+    ingest = ports.idempotent_ingest()
+    writes = api_function(
+        [write_routes.router],
+        write_routes.direct_actions(lambda: ingest, lambda: edits),
+        {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+    )
+
+    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, dict[str, str], Any]:
+        handler = reads if method == "GET" else writes
+        response = handler(api_event(method, path, body, **kwargs), Context())
+        text = response.get("body")
+        headers = dict(response.get("headers") or {})
+        headers |= {
+            name: ", ".join(values) for name, values in (response.get("multiValueHeaders") or {}).items()
+        }
+        return response["statusCode"], headers, json.loads(text) if text else None
+
+    return call
+
+
+def test_routes_serve_the_injected_services(call, ports):
+    status, _, body = call("POST", MEMORY, {"items": [{"id": "t1", "text": "I sell handmade candles."}]})
+    assert status == 202 and body["jobs"][0]["status"] == "queued"
+    assert len(ports.queue.messages) == 1
+
+    condenser = condenser_function(lambda: ports.consolidation(OfflineModel()))
+    message, _ = ports.queue.messages[0]
+    record = {
+        "messageId": "m1",
+        "body": message.model_dump_json(),
+        "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": "g"},
+    }
+    assert condenser({"Records": [record]}, Context()) == {"batchItemFailures": []}
+
+    status, headers, body = call("GET", MEMORY)
+    assert status == 200 and headers["ETag"] == '"1"'
+    assert "candles" in body["memory"]
+
+
+def test_an_idempotency_key_replays_the_first_answer_and_refuses_another_body(call, ports):
+    key = {"Idempotency-Key": "k-1"}
+    body = {"items": [{"id": "t1", "text": "I sell handmade candles."}]}
+    first = call("POST", MEMORY, body, headers=key)
+    again = call("POST", MEMORY, body, headers=key)
+    assert first[0] == again[0] == 202 and again[2] == first[2]
+    assert len(ports.queue.messages) == 1
+    status, _, error = call("POST", MEMORY, {"items": [{"id": "t2", "text": "Other."}]}, headers=key)
+    assert status == 409 and error["error"]["code"] == "idempotency_conflict"
+    assert len(ports.queue.messages) == 1
+
+
+def test_a_stale_put_is_409_in_the_envelope(call):
+    assert call("PUT", MEMORY, {"memory": "Alice sells candles.", "expected_version": 0})[0] == 200
+    status, _, body = call("PUT", MEMORY, {"memory": "Alice sells soap.", "expected_version": 0})
+    assert status == 409 and body["error"] == {
+        "code": "version_conflict",
+        "message": "memory is at version 1, not 0",
+        "status": 409,
+        "details": [],
+    }
+
+
+def test_an_unknown_job_is_404_and_a_known_path_with_another_method_is_405(call):
+    status, _, body = call("GET", "/v1/tenants/acme/jobs/job-missing")
+    assert status == 404 and body["error"]["code"] == "not_found"
+    status, headers, body = call("POST", "/v1/tenants/acme/jobs/job-missing")
+    assert status == 405 and headers["Allow"] == "GET" and body["error"]["status"] == 405
+
+
+def _record(message_id: str, group: str) -> SQSRecord:
+    return SQSRecord({"messageId": message_id, "body": "{}", "attributes": {"MessageGroupId": group}})
+
+
+def test_a_failed_record_fails_the_rest_of_its_group_only():
+    records = [_record("a1", "alice"), _record("b1", "bob"), _record("a2", "alice"), _record("b2", "bob")]
+    response = batch_failures(records, {"a1"})
+    assert response == {"batchItemFailures": [{"itemIdentifier": "a1"}, {"itemIdentifier": "a2"}]}
+    assert batch_failures(records, set()) == {"batchItemFailures": []}
