@@ -1,18 +1,26 @@
-"""Storage: the memory table, the idempotency table and the archive bucket (plus its access-log bucket)."""
+"""Storage: the memory table, the idempotency table and the archive bucket (plus its access-log bucket).
+
+What each resource is comes from `infra.resources`, which the local stack provisions from too;
+this module maps those specs onto CDK constructs.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hippocampus.contracts import names as schema
+from infra import resources
 from infra.config import DeploymentConfig
+from infra.resources import BucketSpec, LifecycleRule, TableSpec
 
-ACCESS_LOG_RETENTION_DAYS = 90
+_BUCKET_ENCRYPTION: Final = {
+    "AES256": s3.BucketEncryption.S3_MANAGED,
+    "aws:kms": s3.BucketEncryption.KMS_MANAGED,
+}
 
 
 def removal_policy(config: DeploymentConfig) -> cdk.RemovalPolicy:
@@ -30,90 +38,76 @@ class Storage(Construct):
         super().__init__(scope, construct_id)
         removal = removal_policy(config)
         destroy = config.removal_policy == "destroy"
-        pitr = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
-
-        # Single-table design: memories, facts, jobs, history index (keys in hippocampus.schema).
-        self.table = dynamodb.Table(
-            self,
-            "MemoryTable",
-            partition_key=dynamodb.Attribute(
-                name=schema.TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            sort_key=dynamodb.Attribute(name=schema.TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=pitr,
-            time_to_live_attribute=schema.TABLE_TTL_ATTRIBUTE,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=not destroy,
-            removal_policy=removal,
+        self.table = _table(self, "MemoryTable", resources.MEMORY_TABLE, removal, destroy)
+        self.idempotency_table = _table(
+            self, "IdempotencyTable", resources.IDEMPOTENCY_TABLE, removal, destroy
         )
-
-        # Powertools idempotency records of the Idempotency-Key header (its default attribute names).
-        self.idempotency_table = dynamodb.Table(
-            self,
-            "IdempotencyTable",
-            partition_key=dynamodb.Attribute(
-                name=schema.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=pitr,
-            time_to_live_attribute=schema.IDEMPOTENCY_TTL_ATTRIBUTE,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=removal,
-        )
-
-        self.access_log_bucket = _secure_bucket(
-            self,
-            "AccessLogBucket",
-            removal,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="expire-access-logs", expiration=cdk.Duration.days(ACCESS_LOG_RETENTION_DAYS)
-                )
-            ],
-        )
-
-        # Raw payloads (raw/) and past memory versions (history/), each expired after its retention.
-        # Unversioned on purpose: DELETE must really erase a user's content, not keep old versions.
+        self.access_log_bucket = _secure_bucket(self, "AccessLogBucket", resources.ACCESS_LOG_BUCKET, removal)
         self.bucket = _secure_bucket(
             self,
             "ArchiveBucket",
+            resources.archive_bucket(config),
             removal,
-            versioned=False,
             server_access_logs_bucket=self.access_log_bucket,
             server_access_logs_prefix="archive/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="expire-raw",
-                    prefix=schema.RAW_PREFIX,
-                    expiration=cdk.Duration.days(config.raw_retention_days),
-                ),
-                s3.LifecycleRule(
-                    id="expire-history",
-                    prefix=schema.HISTORY_PREFIX,
-                    expiration=cdk.Duration.days(config.history_retention_days),
-                ),
-                s3.LifecycleRule(
-                    id="abort-incomplete-uploads",
-                    abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
-                ),
-            ],
         )
 
 
+def _table(
+    scope: Construct, construct_id: str, spec: TableSpec, removal: cdk.RemovalPolicy, destroy: bool
+) -> dynamodb.Table:
+    """An unnamed table: a retained one never blocks a redeploy."""
+    return dynamodb.Table(
+        scope,
+        construct_id,
+        partition_key=_string_key(spec.partition_key),
+        sort_key=_string_key(spec.sort_key) if spec.sort_key else None,
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=spec.point_in_time_recovery
+        ),
+        time_to_live_attribute=spec.ttl_attribute,
+        encryption=(
+            dynamodb.TableEncryption.AWS_MANAGED if spec.aws_managed_key else dynamodb.TableEncryption.DEFAULT
+        ),
+        # A table `cdk destroy` may delete cannot be protected from deletion.
+        deletion_protection=not destroy if spec.deletion_protection else None,
+        removal_policy=removal,
+    )
+
+
+def _string_key(name: str) -> dynamodb.Attribute:
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
+
+
 def _secure_bucket(
-    scope: Construct, construct_id: str, removal: cdk.RemovalPolicy, **props: Any
+    scope: Construct, construct_id: str, spec: BucketSpec, removal: cdk.RemovalPolicy, **props: Any
 ) -> s3.Bucket:
-    """Every bucket: no public access, encrypted, TLS 1.2+ only, no ACLs, emptied when destroyed."""
+    """A bucket as `spec` describes it, emptied when destroyed."""
     return s3.Bucket(
         scope,
         construct_id,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        encryption=s3.BucketEncryption.S3_MANAGED,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL if spec.block_public_access else None,
+        encryption=_BUCKET_ENCRYPTION[spec.sse_algorithm],
         enforce_ssl=True,
-        minimum_tls_version=1.2,
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        minimum_tls_version=spec.minimum_tls_version,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED if spec.acls_disabled else None,
+        versioned=spec.versioned,
+        lifecycle_rules=[_lifecycle_rule(rule) for rule in spec.lifecycle_rules],
         removal_policy=removal,
         auto_delete_objects=removal == cdk.RemovalPolicy.DESTROY,
         **props,
     )
+
+
+def _lifecycle_rule(rule: LifecycleRule) -> s3.LifecycleRule:
+    return s3.LifecycleRule(
+        id=rule.id,
+        prefix=rule.prefix,
+        expiration=_days(rule.expiration_days),
+        abort_incomplete_multipart_upload_after=_days(rule.abort_incomplete_upload_days),
+    )
+
+
+def _days(days: int | None) -> cdk.Duration | None:
+    return None if days is None else cdk.Duration.days(days)

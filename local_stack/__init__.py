@@ -1,11 +1,15 @@
-"""The local stack: the whole service on one machine, with no AWS account (DESIGN §6).
+"""The local stack: the whole service on one machine, with no AWS account.
 
-- moto's server plays AWS (DynamoDB, S3, SQS, Secrets Manager), provisioned with the same
-  resources and settings as the CDK app (`aws.py`, `defaults.py`);
-- the real handlers run in worker processes, one per execution environment, with a
-  Lambda-like context (`runtime.py`, `lambda_worker.py`);
-- an HTTP server turns requests into API Gateway REST proxy events (`apigateway.py`);
-- a poller plays the condenser's SQS event source mapping (`event_source.py`).
+See docs/architecture.md, "Local stack".
+
+- moto's server plays AWS (DynamoDB, S3, SQS, Secrets Manager) (`moto_endpoint.py`), provisioned
+  from the CDK app's own resource specs and settings (`aws.py`, `defaults.py`, `infra/resources.py`);
+- the real handlers run in worker processes, one per execution environment, with a Lambda
+  context (`runtime.py`, `lambda_worker.py`, `lambda_context.py`);
+- an HTTP server (`http_server.py`) hands requests to the API Gateway emulation
+  (`apigateway.py`), which turns them into REST proxy events;
+- a poller plays the condenser's SQS event source mapping (`event_source.py`);
+- `events.py` builds the API Gateway events and SQS records, for the stack and the tests.
 
 Run it with `python -m local_stack` (that is what `make dev` does). This package imports
 nothing at import time, so a worker process starts light.

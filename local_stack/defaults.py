@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from infra.config import DeploymentConfig, config_from_cdk_json
 from infra.specs import FUNCTION_SPECS, ResourceNames, function_environments
-from local_stack.aws import Retention
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,6 @@ class FunctionDefaults:
 @dataclass(frozen=True)
 class Deployment:
     config: DeploymentConfig
-    retention: Retention
     functions: dict[str, FunctionDefaults]
     # Variables the CDK app sets on the functions (locally, the user's own values win).
     function_environment: dict[str, str]
@@ -58,7 +56,6 @@ def load() -> Deployment:
     }
     return Deployment(
         config=config,
-        retention=Retention(raw_days=config.raw_retention_days, history_days=config.history_retention_days),
         functions={spec.name: FunctionDefaults(spec.timeout_s, spec.memory_mb) for spec in FUNCTION_SPECS},
         function_environment=environment,
     )

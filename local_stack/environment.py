@@ -1,14 +1,15 @@
 """The environment the local functions run with: what Lambda and the CDK app would give them.
 
-Every variable of DESIGN §4 the user sets passes through unchanged. The stack adds the
-resource names, points boto3 at moto and fills in the deployment defaults that the CDK app
-would set (from `infra.config`), unless the user set them.
+Every configuration variable (docs/configuration.md) the user sets passes through unchanged.
+The stack adds the resource names, points boto3 at moto and fills in the deployment defaults
+that the CDK app would set (from `infra.config`), unless the user set them.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from local_stack.aws import DEFAULT_REGION, DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, Resources
+from local_stack.aws import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, Resources
+from local_stack.paths import DEFAULT_REGION
 
 # boto3's per-service endpoint variables, for every service the functions reach on moto.
 MOTO_SERVICES = ("DYNAMODB", "S3", "SQS", "SECRETS_MANAGER")

@@ -14,7 +14,6 @@ batch is in flight, so one user's items are still processed in order). With
   been received `maxReceiveCount` times.
 """
 
-import base64
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hippocampus.contracts.names import CONDENSER_BATCH_SIZE
+from local_stack.events import sqs_record
 from local_stack.runtime import FunctionError
 
 RETRY_VISIBILITY_S = 2
@@ -32,44 +32,6 @@ WAIT_TIME_S = 1
 log = logging.getLogger("local_stack.event_source")
 
 Invoke = Callable[[dict[str, Any]], Any]
-
-
-def sqs_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
-    """The record Lambda builds from one received SQS message."""
-    record: dict[str, Any] = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": dict(message.get("Attributes") or {}),
-        "messageAttributes": {
-            name: _message_attribute(value)
-            for name, value in (message.get("MessageAttributes") or {}).items()
-        },
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": region,
-    }
-    if message.get("MD5OfMessageAttributes"):
-        record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
-    return record
-
-
-def _message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
-    def b64(data: bytes | str) -> str:
-        raw = data if isinstance(data, bytes) else data.encode()
-        return base64.b64encode(raw).decode("ascii")
-
-    attribute: dict[str, Any] = {
-        "stringListValues": list(value.get("StringListValues") or []),
-        "binaryListValues": [b64(item) for item in value.get("BinaryListValues") or []],
-        "dataType": value.get("DataType", "String"),
-    }
-    if "StringValue" in value:
-        attribute["stringValue"] = value["StringValue"]
-    if "BinaryValue" in value:
-        attribute["binaryValue"] = b64(value["BinaryValue"])
-    return attribute
 
 
 def failed_message_ids(result: Any, message_ids: Sequence[str]) -> set[str]:

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from local_stack.runtime import LambdaContext
+from local_stack.lambda_context import LambdaContext
 
 
 def _load(name: str, handler_path: Path) -> Any:

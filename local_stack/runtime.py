@@ -27,30 +27,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from local_stack.lambda_context import LambdaContext, function_arn
 from local_stack.paths import REPO_ROOT
 
-ACCOUNT_ID = "123456789012"
 STOP_GRACE_S = 1.0  # a busy environment is killed after this: a stopped stack forgets everything
 log = logging.getLogger("local_stack.runtime")
-
-
-@dataclass
-class LambdaContext:
-    """The attributes of Lambda's context object that handlers and Powertools use."""
-
-    function_name: str
-    memory_limit_in_mb: int
-    invoked_function_arn: str
-    aws_request_id: str
-    deadline_epoch_s: float
-    function_version: str = "$LATEST"
-    log_group_name: str = ""
-    log_stream_name: str = ""
-    identity: Any = None
-    client_context: Any = None
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.deadline_epoch_s - time.time()) * 1000))
 
 
 @dataclass(frozen=True)
@@ -138,7 +119,7 @@ class LocalFunction:
 
     def __init__(self, spec: LocalFunctionSpec, concurrency: int) -> None:
         self.spec = spec
-        self.arn = f"arn:aws:lambda:{spec.region}:{ACCOUNT_ID}:function:{spec.function_name}"
+        self.arn = function_arn(spec.region, spec.function_name)
         self._slots = threading.BoundedSemaphore(concurrency)
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
@@ -244,8 +225,7 @@ class LocalFunction:
             function_name=self.spec.function_name,
             memory_limit_in_mb=self.spec.memory_mb,
             invoked_function_arn=self.arn,
-            aws_request_id=str(uuid.uuid4()),
-            deadline_epoch_s=time.time() + self.spec.timeout_s,
+            remaining_ms=self.spec.timeout_s * 1000,
             log_group_name=f"/aws/lambda/{self.spec.function_name}",
             log_stream_name=time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex,
         )

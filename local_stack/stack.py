@@ -10,11 +10,13 @@ from typing import Any
 
 from hippocampus.settings import Settings, load_settings
 from local_stack import defaults
-from local_stack.apigateway import ApiGateway, ApiServer
-from local_stack.aws import LOOPBACK, MotoEndpoint, Resources, aws_client, provision, seed_secret
+from local_stack.apigateway import ApiGateway
+from local_stack.aws import Resources, aws_client, provision, seed_secret
 from local_stack.environment import aws_region, runtime_environment
 from local_stack.event_source import SqsEventSource
-from local_stack.paths import FUNCTIONS_DIR
+from local_stack.http_server import ApiServer
+from local_stack.moto_endpoint import MotoEndpoint
+from local_stack.paths import FUNCTIONS_DIR, LOOPBACK
 from local_stack.runtime import LocalFunction, LocalFunctionSpec
 
 log = logging.getLogger("local_stack")
@@ -70,7 +72,7 @@ class LocalStack:
 
     def _start(self, user_env: dict[str, str], deployment: defaults.Deployment, region: str) -> None:
         endpoint = self.moto.start()
-        self.resources = provision(endpoint, region, deployment.retention)
+        self.resources = provision(endpoint, region, deployment.config)
         runtime = runtime_environment(user_env, self.resources, endpoint, deployment.function_environment)
         # The functions read their configuration from the process environment, as in Lambda.
         for name in runtime.unset:

@@ -255,7 +255,7 @@ class Api:
 
 
 def assert_envelope(response: requests.Response, status: int, code: str | None = None) -> dict[str, Any]:
-    """The error envelope of DESIGN §2, with the HTTP status repeated inside."""
+    """The error envelope (docs/api.md), with the HTTP status repeated inside."""
     assert response.status_code == status, f"{response.status_code}: {response.text}"
     assert response.headers.get("Content-Type", "").startswith("application/json")
     body = response.json()

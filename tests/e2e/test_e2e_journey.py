@@ -1,4 +1,4 @@
-"""The user journey of DESIGN §2, over HTTP: ingest → job → memory, and everything around it."""
+"""The user journey (docs/api.md), over HTTP: ingest → job → memory, and everything around it."""
 
 from urllib.parse import quote
 

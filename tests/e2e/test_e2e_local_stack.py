@@ -17,9 +17,10 @@ from e2e_support import ROOT, LocalStackProcess
 
 from hippocampus.contracts import names as schema
 from hippocampus.contracts import routes
-from local_stack.apigateway import PROXY_RESOURCE, HttpRequest, build_event, map_response
-from local_stack.aws import free_port
-from local_stack.event_source import failed_message_ids, sqs_record
+from local_stack.apigateway import HttpRequest, build_event, map_response
+from local_stack.event_source import failed_message_ids
+from local_stack.events import PROXY_RESOURCE, sqs_record
+from local_stack.moto_endpoint import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from hippocampus.contracts import names as schema
 
 pytestmark = pytest.mark.e2e
 
-RETRY_WITHIN_S = 10  # DESIGN §6: a failed condensation is retried within 10 s
+RETRY_WITHIN_S = 10  # the local stack retries a failed condensation within 10 s (docs/architecture.md)
 
 
 def _dlq_bodies(endpoint: str) -> list[str]:

@@ -3,7 +3,7 @@
 import importlib.util
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -11,21 +11,16 @@ from typing import Any
 from hippocampus import wiring
 from hippocampus.contracts import names as schema
 from hippocampus.contracts import routes
+from local_stack import events
+from local_stack.lambda_context import LambdaContext as Context  # the local stack's; tests vary remaining_ms
+from local_stack.paths import ACCOUNT_ID, DEFAULT_REGION
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 
-
-@dataclass
-class Context:
-    function_name: str = "test"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:test"
-    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    remaining_ms: int = schema.CONDENSER_TIMEOUT_S * 1000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
+# The stage and the queue of the local stack, which the in-process tests pretend to run behind.
+STAGE = "local"
+QUEUE_ARN = f"arn:aws:sqs:{DEFAULT_REGION}:{ACCOUNT_ID}:{schema.resource_name(STAGE, schema.QUEUE_NAME)}"
 
 
 def load_handler(name: str) -> ModuleType:
@@ -47,40 +42,17 @@ def api_event(
     query: dict[str, str] | None = None,
     raw_body: str | None = None,
 ) -> dict[str, Any]:
-    route = routes.match(method, path)
-    resource = route.path if route else path
-    params = _path_params(resource, path)
+    """The event API Gateway sends for a request with a JSON `body` (or `raw_body`, sent as is)."""
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    return {
-        "resource": resource,
-        "path": path,
-        "httpMethod": method,
-        "headers": all_headers,
-        "multiValueHeaders": {k: [v] for k, v in all_headers.items()},
-        "queryStringParameters": query,
-        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
-        "pathParameters": params,
-        "stageVariables": None,
-        "requestContext": {
-            "requestId": uuid.uuid4().hex,
-            "stage": "v1",
-            "resourcePath": resource,
-            "httpMethod": method,
-            "path": "/prod" + path,
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-        "body": text,
-        "isBase64Encoded": False,
-    }
-
-
-def _path_params(template: str, path: str) -> dict[str, str] | None:
-    names = [part[1:-1] for part in template.split("/") if part.startswith("{")]
-    if not names:
-        return None
-    values = [p for t, p in zip(template.split("/"), path.split("/"), strict=False) if t.startswith("{")]
-    return dict(zip(names, values, strict=False))
+    request = events.ApiRequest(
+        method=method,
+        path=path,
+        query=list((query or {}).items()),
+        headers=list({"Content-Type": "application/json", **(headers or {})}.items()),
+        body=text,
+    )
+    _, event = events.api_gateway_event(request, STAGE)
+    return event
 
 
 @dataclass
@@ -151,17 +123,5 @@ class Service:
 
 
 def sqs_record(message: dict[str, Any], receive_count: int | None = None) -> dict[str, Any]:
-    attributes = dict(message.get("Attributes", {}))
-    if receive_count is not None:
-        attributes["ApproximateReceiveCount"] = str(receive_count)
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": attributes,
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:hippocampus-ingest.fifo",
-        "awsRegion": "us-east-1",
-    }
+    """The record the event source mapping builds from `message` (as its `receive_count`th receive)."""
+    return events.sqs_record(message, QUEUE_ARN, DEFAULT_REGION, receive_count=receive_count)

@@ -6,4 +6,4 @@ from local_stack.defaults import load as load_defaults
 
 def create_resources() -> local_aws.Resources:
     # endpoint None: the default AWS endpoints, which mock_aws intercepts.
-    return local_aws.provision(None, "us-east-1", load_defaults().retention)  # type: ignore[arg-type]
+    return local_aws.provision(None, "us-east-1", load_defaults().config)

@@ -1,0 +1,161 @@
+"""The HTTP server of the local API: reads requests off the socket, hands them to `ApiGateway`.
+
+Requests are read as API Gateway accepts them (Content-Length or chunked bodies up to 10 MB;
+a larger one is answered 413, a malformed one 400, in the error envelope), each on its own
+thread, with one access log line per request.
+"""
+
+import logging
+import threading
+import time
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from local_stack.apigateway import ApiGateway, HttpRequest, HttpResponse, gateway_error, request_too_large
+from local_stack.paths import LOOPBACK
+
+# API Gateway accepts payloads up to 10 MB.
+MAX_API_PAYLOAD_BYTES = 10 * 1024 * 1024
+# A refused body is still read (up to this much) so the client gets the answer, not a reset.
+MAX_DISCARDED_BYTES = 4 * MAX_API_PAYLOAD_BYTES
+_HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
+
+log = logging.getLogger("local_stack.http_server")
+access_log = logging.getLogger("local_stack.access")
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "hippocampus-local"
+    sys_version = ""
+    gateway: ApiGateway  # set on the subclass built by `ApiServer`
+
+    def _serve(self) -> None:
+        started = time.monotonic()
+        response = self._respond()
+        self._write(response)
+        access_log.info(
+            '%s "%s %s" %d %d %.1fms',
+            self.client_address[0],
+            self.command,
+            self.path,
+            response.status,
+            len(response.body),
+            (time.monotonic() - started) * 1000,
+        )
+
+    def _respond(self) -> HttpResponse:
+        try:
+            body = self._read_body()
+        except _BodyTooLarge:
+            self.close_connection = True
+            return request_too_large(str(uuid.uuid4()))
+        except ValueError as exc:
+            self.close_connection = True
+            return gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", str(exc), str(uuid.uuid4()))
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=body,
+            source_ip=self.client_address[0],
+            protocol=self.request_version,
+            host=self.headers.get("Host") or LOOPBACK,
+        )
+        return self.gateway.handle(request)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        length_header = self.headers.get("Content-Length")
+        if not length_header:
+            return b""
+        try:
+            length = int(length_header)
+        except ValueError:
+            raise ValueError("invalid Content-Length") from None
+        if length < 0:
+            raise ValueError("invalid Content-Length")
+        if length > MAX_API_PAYLOAD_BYTES:
+            self._discard(length)
+            raise _BodyTooLarge
+        return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        remaining = min(length, MAX_DISCARDED_BYTES)
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 16))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+
+    def _read_chunked(self) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size_line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise ValueError("invalid chunked encoding") from None
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > MAX_API_PAYLOAD_BYTES:
+                raise _BodyTooLarge
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline(16)  # the CRLF after the chunk
+
+    def _write(self, response: HttpResponse) -> None:
+        self.send_response_only(response.status)
+        self.send_header("Date", self.date_time_string())
+        for name, value in response.headers:
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD" and response.body:
+            self.wfile.write(response.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug(format, *args)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default (5) resets connections of a burst of clients
+
+
+class ApiServer:
+    """A threading HTTP server on loopback serving the API Gateway emulation."""
+
+    def __init__(self, gateway: ApiGateway, host: str, port: int) -> None:
+        handler = type("ApiHandler", (_Handler,), {"gateway": gateway})
+        self._httpd = _Server((host, port), handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="api-server", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()  # waits for serve_forever: only once it was started
+            self._thread.join(timeout=5)
+        self._httpd.server_close()

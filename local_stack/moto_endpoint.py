@@ -1,0 +1,95 @@
+"""moto's server on loopback: the AWS endpoint of the local stack.
+
+moto plays DynamoDB, S3, SQS and Secrets Manager in memory; one fix below makes its FIFO
+queues deliver a message group in order across retries, as SQS does.
+"""
+
+import logging
+import socket
+from typing import Any
+
+from moto.server import ThreadedMotoServer
+from moto.sqs import models as sqs_models
+
+from local_stack.paths import LOOPBACK
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _fifo_deliverable(queue: Any) -> list[Any]:
+    """Messages SQS would deliver from a FIFO queue now: in order, per group, up to the first in flight."""
+    blocked: set[str] = set()
+    deliverable = []
+    for message in queue._messages:
+        if message.delayed:
+            continue
+        group = message.group_id
+        if group is not None and group in blocked:
+            continue
+        if message.visible:
+            deliverable.append(message)
+        elif group is not None:
+            blocked.add(group)  # in flight: later messages of its group wait
+    return deliverable
+
+
+def fix_moto_fifo_ordering() -> None:
+    """Make moto 5.2's FIFO queues keep the order of a message group across retries.
+
+    moto blocks a group while any of its received messages is "pending", and clears a
+    pending message only when its receive loop reaches it. When several messages of one
+    group come back at once (a failed batch whose visibility expires), the first ones are
+    skipped because the later ones still look pending, and a later message is delivered
+    alone, ahead of the earlier ones. SQS instead delivers a group's messages in order, up
+    to the first one still in flight. This computes that rule in `Queue.messages`, which the
+    receive loop and the long-poll wait use, and leaves moto's own group bookkeeping empty
+    for FIFO queues.
+    """
+    queue_class: Any = sqs_models.Queue
+    if getattr(queue_class, "_hippocampus_fifo_fix", False):
+        return
+    visible = queue_class.messages.fget
+    groups = queue_class.pending_message_groups.fget
+
+    def messages(queue: Any) -> list[Any]:
+        return _fifo_deliverable(queue) if queue.fifo_queue else list(visible(queue))
+
+    def pending_message_groups(queue: Any) -> set[str]:
+        return set() if queue.fifo_queue else set(groups(queue))
+
+    def approximate_number_of_messages(queue: Any) -> int:
+        return len(visible(queue))
+
+    queue_class.messages = property(messages)
+    queue_class.pending_message_groups = property(pending_message_groups)
+    queue_class.approximate_number_of_messages = property(approximate_number_of_messages)
+    queue_class._hippocampus_fifo_fix = True
+
+
+class MotoEndpoint:
+    """moto's ThreadedMotoServer on loopback, on a free port."""
+
+    def __init__(self, port: int = 0) -> None:
+        self._requested_port = port
+        self._server: ThreadedMotoServer | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        fix_moto_fifo_ordering()
+        # Port 0: the server binds a free port itself (no race with another process).
+        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=self._requested_port, verbose=False)
+        self._server.start()
+        host, bound = self._server.get_host_and_port()
+        self.url = f"http://{host}:{bound}"
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
