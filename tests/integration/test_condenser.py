@@ -208,7 +208,6 @@ def test_custom_prompt_template_is_used(service, llm, monkeypatch):
 
 
 def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
-    from hippocampus import wiring
     from hippocampus.contracts.errors import ConfigurationError
     from tests.support.lambda_harness import load_handler
 
@@ -253,3 +252,13 @@ def test_payload_gone_without_a_delete_fails_the_job_with_a_reason(service, llm,
     failed = job(service, job_id)
     assert failed["status"] == "failed" and failed["error"]["code"] == "payload_missing"
     assert llm.prompts == []
+
+
+def test_a_missing_api_key_fails_the_cold_start(aws, monkeypatch):
+    from hippocampus.contracts.errors import ConfigurationError
+    from tests.support.lambda_harness import load_handler
+
+    monkeypatch.setenv("MEMORY_LLM_PROVIDER", "openai")
+    wiring.reset()
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        load_handler("condenser")

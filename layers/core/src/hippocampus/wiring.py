@@ -127,7 +127,10 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
 def consolidation_service() -> "ConsolidationService":
     from hippocampus.adapters.llm import make_language_model
 
-    return build_consolidation_service(lambda: make_language_model(get_settings()))
+    # Built now, so a missing API key fails the cold start; no provider SDK is imported until the
+    # first call.
+    model = make_language_model(get_settings())
+    return build_consolidation_service(lambda: model)
 
 
 def get_memory_handler() -> LambdaHandler:
