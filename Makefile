@@ -23,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt layers/core/pyproject.toml layer
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/core/src/hippocampus functions infra local_stack app.py
+	$(BIN)/mypy layers/core/src/hippocampus functions infra tools local_stack app.py
 
 test: venv lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
@@ -34,8 +34,9 @@ unit: venv
 dev: venv
 	$(BIN)/python -m local_stack
 
+# Both take context overrides the same way: make synth CDK_ARGS="-c hippocampus.stage=prod".
 synth: venv
-	CDK_OUTDIR=cdk.out $(BIN)/python app.py
+	CDK_OUTDIR=cdk.out $(BIN)/python app.py $(CDK_ARGS)
 
 deploy: venv
 	npx --yes aws-cdk@$(CDK_CLI_VERSION) deploy --all --app "$(BIN)/python app.py" --output cdk.out \

@@ -1,10 +1,10 @@
 """Deployment size of each function: its code plus its layers, unzipped and zipped.
 
-Builds (or reuses) exactly what `make synth` ships: the layers and code of infra/assets.py for the
-architecture in cdk.json. Lambda's limit is 250 MB unzipped for a function and its layers; the
+Builds (or reuses) exactly what `make synth` ships: the layers and code `tools.assets.build_all`
+builds for the architecture in cdk.json. Lambda's limit is 250 MB unzipped for a function and its layers; the
 project's target is get_memory <= 10 MB unzipped (cold start of the read path).
 
-Run: .venv/bin/python bench/bench_asset_sizes.py   (or `make bench`)
+Run: .venv/bin/python -m bench.bench_asset_sizes   (or `make bench`)
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import io
 import zipfile
 from pathlib import Path
 
-from infra.assets import build_all
 from infra.config import config_from_cdk_json
 from infra.specs import FUNCTION_NAMES, FUNCTION_SPECS
+from tools.assets import build_all
 
 MB = 1024 * 1024
 TARGET_FUNCTION = "get_memory"
@@ -52,7 +52,7 @@ def main() -> int:
         print(f"{key:<18}{raw / MB:>14.2f}{packed / MB:>12.2f}")
 
     print(f"\n{'function':<12}{'layers':<20}{'unzipped MB':>14}{'zipped MB':>12}")
-    totals = {}
+    totals: dict[str, int] = {}
     for spec in FUNCTION_SPECS:
         keys = [f"code:{spec.name}"] + [f"layer:{layer}" for layer in spec.layers]
         raw = sum(sizes[key][0] for key in keys)

@@ -1,4 +1,4 @@
-"""API: the REST API of DESIGN §2, built from `hippocampus.routes.ROUTES`, IAM (SigV4) on every method."""
+"""API: the REST API (docs/architecture.md), built from `hippocampus.contracts.routes.ROUTES`, IAM (SigV4) auth."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ _OPTIONAL_PARAMETERS: Final = {
 
 @dataclass(frozen=True)
 class GatewayError:
-    """How one API Gateway response type is rewritten into the error envelope of DESIGN §2."""
+    """How one API Gateway response type is rewritten into the service's error envelope."""
 
     response_type: apigw.ResponseType
     status: int

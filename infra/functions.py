@@ -15,12 +15,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from hippocampus.contracts import names as schema
-from infra.assets import BuiltAssets
 from infra.config import DeploymentConfig
 from infra.nag import acknowledge, nag_text
 from infra.queueing import Queueing
 from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec, ResourceNames, function_environments
 from infra.storage import Storage, removal_policy
+from tools.assets import BuiltAssets
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
@@ -65,6 +65,10 @@ def retention(days: int) -> logs.RetentionDays:
     return _RETENTION[days]
 
 
+def architecture(config: DeploymentConfig) -> lambda_.Architecture:
+    return lambda_.Architecture.ARM_64 if config.architecture == "arm64" else lambda_.Architecture.X86_64
+
+
 class ServiceFunction(Construct):
     """The one way a function is built: its own role and log group, arm64/python3.13, traced, JSON logs."""
 
@@ -102,9 +106,7 @@ class ServiceFunction(Construct):
             function_name=function_name,
             description=spec.description,
             runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64
-            if config.architecture == "arm64"
-            else lambda_.Architecture.X86_64,
+            architecture=architecture(config),
             handler=HANDLER,
             code=code,
             layers=list(layers),
@@ -123,7 +125,7 @@ class ServiceFunction(Construct):
             "AwsSolutions-L1",
             "python3.13 on purpose: the layers ship .pyc compiled by the runtime's own Python version "
             "(no Docker), and the build environment compiles with python3.13; moving to a newer runtime "
-            "means rebuilding with that interpreter (infra/assets.py PYTHON_VERSION).",
+            "means rebuilding with that interpreter (tools/bytecode.py PYTHON_VERSION).",
         )
         if config.tracing:
             acknowledge(
@@ -149,9 +151,6 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
-        architecture = (
-            lambda_.Architecture.ARM_64 if config.architecture == "arm64" else lambda_.Architecture.X86_64
-        )
         self.layers: dict[str, lambda_.LayerVersion] = {
             name: lambda_.LayerVersion(
                 self,
@@ -160,7 +159,7 @@ class Functions(Construct):
                 description=f"Hippocampus {name} layer (python3.13, {config.architecture}, .pyc unchecked-hash)",
                 code=lambda_.Code.from_asset(str(path)),
                 compatible_runtimes=[RUNTIME],
-                compatible_architectures=[architecture],
+                compatible_architectures=[architecture(config)],
             )
             for name, path in assets.layers.items()
         }
@@ -265,37 +264,33 @@ class Functions(Construct):
                 max_concurrency=config.condenser_max_concurrency,
             )
         )
-        secret_name = config.resolved_llm_secret_name
-        if secret_name:
-            secret = secretsmanager.Secret.from_secret_name_v2(self, "LlmApiKeySecret", secret_name)
-            secret.grant_read(role)
-            self.llm_secret: secretsmanager.ISecret | None = secret
-        else:
-            self.llm_secret = None
+        # openai only: the API key's secret, by name; bedrock is authorised by IAM alone (no secret).
+        self.llm_secret: secretsmanager.ISecret | None = None
+        if config.resolved_llm_secret_name:
+            self.llm_secret = secretsmanager.Secret.from_secret_name_v2(
+                self, "LlmApiKeySecret", config.resolved_llm_secret_name
+            )
+            self.llm_secret.grant_read(role)
         if config.llm_provider == "bedrock":
             self._grant_bedrock(role, config.resolved_llm_model)
 
     def _grant_bedrock(self, role: iam.IRole, model: str) -> None:
         """bedrock:InvokeModel (which also authorises the Converse API) on the configured model only."""
         stack = cdk.Stack.of(self)
-        if model.startswith("arn:"):
-            resources = [model]
-        elif model.startswith(_INFERENCE_PROFILE_PREFIXES):
+        bedrock = f"arn:{stack.partition}:bedrock"
+        resources = (
+            [model] if model.startswith("arn:") else [f"{bedrock}:{stack.region}::foundation-model/{model}"]
+        )
+        if model.startswith(_INFERENCE_PROFILE_PREFIXES):
             # A cross-region inference profile routes to the model in any region of its geography.
-            base_model = model.split(".", 1)[1]
-            profile = (
-                f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/{model}"
-            )
-            regional = f"arn:{stack.partition}:bedrock:*::foundation-model/{base_model}"
-            resources = [profile, regional]
+            regional = f"{bedrock}:*::foundation-model/{model.split('.', 1)[1]}"
+            resources = [f"{bedrock}:{stack.region}:{stack.account}:inference-profile/{model}", regional]
             acknowledge(
                 role,
                 f"AwsSolutions-IAM5[Resource::{nag_text(self, regional)}]",
                 "A cross-region inference profile invokes the same foundation model in whichever region "
                 "of its geography has capacity; the model id stays fixed, only the region is open.",
             )
-        else:
-            resources = [f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model}"]
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
         )

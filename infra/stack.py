@@ -1,8 +1,11 @@
-"""The Hippocampus stack: storage, queueing, functions, API and monitoring, plus the fixed outputs."""
+"""The Hippocampus stack: storage, queueing, functions, API and monitoring, plus the fixed outputs.
+
+It builds nothing itself: the layers and the functions' code are built beforehand
+(`tools.assets.build_all`, called by `infra.app.build_app`) and handed in as `BuiltAssets`.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -10,13 +13,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.api import Api
-from infra.assets import FUNCTIONS_DIR, build_all
 from infra.config import DeploymentConfig
 from infra.functions import Functions
 from infra.monitoring import Monitoring
 from infra.queueing import Queueing
 from infra.specs import FUNCTION_NAMES
 from infra.storage import Storage
+from tools.assets import BuiltAssets
 
 
 class HippocampusStack(cdk.Stack):
@@ -26,9 +29,16 @@ class HippocampusStack(cdk.Stack):
         construct_id: str,
         *,
         config: DeploymentConfig,
-        functions_dir: Path = FUNCTIONS_DIR,
+        assets: BuiltAssets,
         **kwargs: Any,
     ) -> None:
+        if assets.architecture != config.architecture:
+            raise ValueError(
+                f"the assets are built for {assets.architecture}, the stack is {config.architecture}"
+            )
+        missing = [name for name in FUNCTION_NAMES if name not in assets.functions]
+        if missing:
+            raise ValueError(f"no built code for the function(s) {', '.join(missing)}")
         super().__init__(
             scope,
             construct_id,
@@ -36,7 +46,6 @@ class HippocampusStack(cdk.Stack):
             **kwargs,
         )
         self.config = config
-        assets = build_all(config.architecture, FUNCTION_NAMES, functions_dir)
 
         self.storage = Storage(self, "Storage", config=config)
         self.queueing = Queueing(self, "Queueing", config=config)

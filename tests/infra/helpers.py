@@ -1,4 +1,9 @@
-"""Helpers of the infra tests: synthesize the app (once per module, in the module's fixture) and read it."""
+"""Helpers of the infra tests: synthesize the app (once per module or session, in a fixture) and read it.
+
+Assertions go through `aws_cdk.assertions.Template` (`synth.template`); the few helpers below
+only find a resource's logical id, render a CloudFormation value as text, or list what a
+function's role may do (a negative assertion, "nothing else", has no Template matcher).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Before aws_cdk is imported anywhere: jsii's Node 20 end-of-life warning is noise (DESIGN §7).
+# Before aws_cdk is imported anywhere: jsii's Node 20 end-of-life warning is noise.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # noqa: TID251
 
 import aws_cdk as cdk
@@ -17,11 +22,13 @@ from aws_cdk.assertions import Template
 from cfnlint.api import lint
 from cfnlint.config import ManualArgs
 
-from infra import assets
 from infra.app import build_app
-from infra.config import read_cdk_json_context
+from infra.config import CONTEXT_KEY, load_config, read_cdk_json_context
 from infra.nag import MIN_REASON_CHARS, PLUGIN_NAME
 from infra.stack import HippocampusStack
+from tools.synth_summary import REPORT_FILE
+
+FUNCTIONS = ("get_memory", "ingest", "condenser")
 
 
 @dataclass
@@ -29,69 +36,88 @@ class Synth:
     app: cdk.App
     stack: HippocampusStack
     outdir: Path
-    template: dict[str, Any]
-    assertions: Template
+    template: Template
     error: str | None  # synth failure (e.g. an unacknowledged cdk-nag finding), with the report
 
-    @property
-    def resources(self) -> dict[str, dict[str, Any]]:
-        return self.template["Resources"]
-
-    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.resources.items() if v["Type"] == resource_type}
+    def logical_id(self, resource_type: str, properties: Mapping[str, Any]) -> str:
+        """The one resource of this type whose properties match (`Template.find_resources`)."""
+        found = self.template.find_resources(resource_type, {"Properties": properties})
+        assert len(found) == 1, f"{resource_type} {properties}: {len(found)} found"
+        return next(iter(found))
 
     def props(self, logical_id: str) -> dict[str, Any]:
-        return self.resources[logical_id].get("Properties", {})
-
-    def function_ids(self) -> dict[str, str]:
-        """FunctionName (hippocampus-<stage>-get-memory) → logical id."""
-        functions = self.of_type("AWS::Lambda::Function").items()
-        # (CDK's own custom-resource providers have no FunctionName.)
-        return {p["Properties"]["FunctionName"]: k for k, p in functions if "FunctionName" in p["Properties"]}
+        properties = self.template.to_json()["Resources"][logical_id].get("Properties", {})
+        assert isinstance(properties, dict)
+        return properties
 
     def function_id(self, name: str) -> str:
         wanted = f"{self.stack.config.name_prefix}-{name.replace('_', '-')}"
-        return self.function_ids()[wanted]
+        return self.logical_id("AWS::Lambda::Function", {"FunctionName": wanted})
+
+    def function(self, name: str) -> dict[str, Any]:
+        return self.props(self.function_id(name))
+
+    def role_id(self, name: str) -> str:
+        return str(self.function(name)["Role"]["Fn::GetAtt"][0])
+
+    def environment(self, name: str) -> dict[str, Any]:
+        variables = self.function(name)["Environment"]["Variables"]
+        assert isinstance(variables, dict)
+        return variables
 
     def asset_dir(self, s3_key: Any) -> Path:
         """The staged asset folder in cdk.out of a `Code.S3Key` / `Content.S3Key` (`<hash>.zip`)."""
         assert isinstance(s3_key, str)
         return self.outdir / f"asset.{s3_key.removesuffix('.zip')}"
 
+    def layer_dirs(self, name: str) -> list[Path]:
+        """The staged folder of each layer of a function, in its order."""
+        layers = self.function(name)["Layers"]
+        return [self.asset_dir(self.props(layer["Ref"])["Content"]["S3Key"]) for layer in layers]
+
     def report(self) -> dict[str, Any]:
-        return json.loads((self.outdir / "validation-report.json").read_text())
+        report = json.loads((self.outdir / REPORT_FILE).read_text())
+        assert isinstance(report, dict)
+        return report
 
 
 def context_with(**settings: Any) -> dict[str, Any]:
     """cdk.json's feature flags with these settings (the model's defaults for the others)."""
-    return read_cdk_json_context() | {"hippocampus": settings}
+    return read_cdk_json_context() | {CONTEXT_KEY: settings}
+
+
+def cli_context(**overrides: str) -> dict[str, Any]:
+    """cdk.json's context with `-c hippocampus.<key>=<value>` overrides, as the CDK CLI passes them."""
+    return read_cdk_json_context() | {f"{CONTEXT_KEY}.{key}": value for key, value in overrides.items()}
 
 
 def synthesize(outdir: Path, context: Mapping[str, Any] | None = None, customize: Any = None) -> Synth:
     """Build and synthesize the app as `make synth` does (cdk-nag included) into `outdir`."""
-    app, stack = build_app(
-        context=context if context is not None else read_cdk_json_context(),
-        outdir=str(outdir),
-        functions_dir=assets.FUNCTIONS_DIR,
-    )
+    app, stack = build_app(context=context, outdir=str(outdir))
     if customize is not None:
         customize(stack)
     error = None
     try:
         app.synth()
     except RuntimeError as exc:  # cdk-nag findings fail synth; the report says which
-        report = outdir / "validation-report.json"
+        report = outdir / REPORT_FILE
         error = f"{exc}\n{report.read_text() if report.exists() else ''}"
-    template_file = outdir / f"{stack.stack_name}.template.json"
-    template = json.loads(template_file.read_text()) if template_file.exists() else {"Resources": {}}
-    return Synth(
-        app=app,
-        stack=stack,
-        outdir=outdir,
-        template=template,
-        assertions=Template.from_json(template),
-        error=error,
-    )
+    # After a successful synth, from_stack reads the cached assembly (no second synth).
+    template = Template.from_stack(stack) if error is None else Template.from_json({"Resources": {}})
+    return Synth(app=app, stack=stack, outdir=outdir, template=template, error=error)
+
+
+_SYNTHS: dict[str, Synth] = {}
+
+
+def synthesize_once(outdir_factory: Any, context: Mapping[str, Any]) -> Synth:
+    """`synthesize`, once per distinct stack in this process: the same feature flags and the same
+    resulting config give the same stack, so the modules that need it share one synth."""
+    flags = {key: value for key, value in context.items() if not key.startswith(CONTEXT_KEY)}
+    key = json.dumps(flags, sort_keys=True) + load_config(context).model_dump_json()
+    if key not in _SYNTHS:
+        _SYNTHS[key] = synthesize(outdir_factory.mktemp("cdk"), context)
+    return _SYNTHS[key]
 
 
 def render(value: Any) -> str:
@@ -102,34 +128,43 @@ def render(value: Any) -> str:
         ((key, arg),) = value.items()
         if key == "Fn::Join":
             separator, parts = arg
-            return separator.join(render(part) for part in parts)
+            return str(separator).join(render(part) for part in parts)
         if key == "Ref":
-            return "${" + arg + "}"
+            return "${" + str(arg) + "}"
         if key == "Fn::GetAtt":
             return "${" + ".".join(arg) + "}"
-        if key == "Fn::Sub":
-            return arg if isinstance(arg, str) else arg[0]
     return json.dumps(value, sort_keys=True)
-
-
-def statements(synth: Synth) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every IAM policy statement of the template: identity policies and resource policies."""
-    for logical_id, resource in synth.resources.items():
-        props = resource.get("Properties", {})
-        documents = []
-        if resource["Type"] in {"AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"}:
-            documents.append(props["PolicyDocument"])
-        elif resource["Type"] == "AWS::IAM::Role":
-            documents += [p["PolicyDocument"] for p in props.get("Policies", [])]
-        elif resource["Type"] in {"AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"}:
-            documents.append(props["PolicyDocument"])
-        for document in documents:
-            for statement in document["Statement"]:
-                yield logical_id, statement
 
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def statements(synth: Synth) -> Iterator[dict[str, Any]]:
+    """Every statement of every identity policy and resource policy of the template."""
+    for resource_type in ("AWS::IAM::Policy", "AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy"):
+        for resource in synth.template.find_resources(resource_type).values():
+            yield from resource["Properties"]["PolicyDocument"]["Statement"]
+
+
+def granted(synth: Synth, role_id: str) -> dict[str, set[str]]:
+    """What a role may do: action → rendered resources (with ` if <condition>` when there is one)."""
+    policies = synth.template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}}
+    )
+    result: dict[str, set[str]] = {}
+    for policy in policies.values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            assert statement["Effect"] == "Allow"
+            condition = (
+                f" if {json.dumps(statement['Condition'], sort_keys=True)}"
+                if "Condition" in statement
+                else ""
+            )
+            for action in as_list(statement["Action"]):
+                texts = {render(resource) + condition for resource in as_list(statement["Resource"])}
+                result.setdefault(action, set()).update(texts)
+    return result
 
 
 # ----------------------------------------------------------------------------- cdk-nag and cfn-lint
@@ -153,6 +188,7 @@ def acknowledgments(synth: Synth) -> list[tuple[str, str, str]]:
 
 def plugin_report(synth: Synth) -> dict[str, Any]:
     (report,) = [r for r in synth.report()["pluginReports"] if r["pluginName"] == PLUGIN_NAME]
+    assert isinstance(report, dict)
     return report
 
 

@@ -11,21 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from infra import REPO_ROOT, assets
+from tools import REPO_ROOT, assets, bytecode, cache
+from tools.layers import DEPS_LAYER, LLM_LAYER, UNUSED_FILES, XRAY_LAYER, build_requirements_layer, versions
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer"}
 
 
 def dists(layer: Path) -> set[str]:
-    return set(assets._dist_infos(layer / "python"))
+    """The distributions a layer holds, as importlib.metadata finds them in its python/ folder."""
+    return set(versions(layer / "python"))
 
 
 @pytest.fixture(scope="module")
 def layers() -> dict[str, Path]:
     return {
-        "deps": assets.build_requirements_layer(assets.DEPS_LAYER, "arm64"),
-        "xray": assets.build_requirements_layer(assets.XRAY_LAYER, "arm64"),
-        "llm": assets.build_requirements_layer(assets.LLM_LAYER, "arm64"),
+        "deps": build_requirements_layer(DEPS_LAYER, "arm64"),
+        "xray": build_requirements_layer(XRAY_LAYER, "arm64"),
+        "llm": build_requirements_layer(LLM_LAYER, "arm64"),
         "core": assets.build_source_layer("core", assets.CORE_PACKAGE_DIR),
     }
 
@@ -76,7 +78,7 @@ def code_of(pyc: Path) -> types.CodeType:
 
 
 def kept_sources(site: Path) -> list[Path]:
-    return [site / name for name in assets.KEEP_SOURCES if (site / name).exists()]
+    return [site / name for name in bytecode.KEEP_SOURCES if (site / name).exists()]
 
 
 def is_kept(path: Path, site: Path) -> bool:
@@ -99,7 +101,7 @@ def test_dependency_layers_ship_bytecode_only(layers: dict[str, Path]) -> None:
         sample = pycs[0]
         assert (
             code_of(sample).co_filename
-            == f"{assets.LAYER_MOUNT}/{sample.relative_to(site).with_suffix('.py')}"
+            == f"{bytecode.LAYER_MOUNT}/{sample.relative_to(site).with_suffix('.py')}"
         )
 
 
@@ -110,7 +112,7 @@ def test_kept_sources_keep_the_usual_layout(layers: dict[str, Path]) -> None:
     assert (site / "anyio" / "__init__.py").is_file()
     assert (site / "anyio" / "__pycache__" / "__init__.cpython-313.pyc").is_file()
     assert not (site / "anyio" / "__init__.pyc").exists()
-    for reason in assets.KEEP_SOURCES.values():
+    for reason in bytecode.KEEP_SOURCES.values():
         assert len(reason) >= 60
 
 
@@ -134,7 +136,7 @@ def test_core_layer_is_the_package_without_caches(layers: dict[str, Path]) -> No
 
 
 def test_unused_files_are_stripped(layers: dict[str, Path]) -> None:
-    for unused in assets.UNUSED_FILES:
+    for unused in UNUSED_FILES:
         assert len(unused.reason) >= 40, unused.pattern
         compiled = re.sub(r"\.py$", ".pyc", unused.pattern)
         for name in REQUIREMENT_LAYERS:
@@ -189,13 +191,13 @@ def test_unchanged_inputs_skip_the_build(layers: dict[str, Path]) -> None:
     stamp = layers["deps"].with_name(layers["deps"].name + ".stamp.json")
     before = stamp.stat().st_mtime_ns
     started = time.monotonic()
-    assert assets.build_requirements_layer(assets.DEPS_LAYER, "arm64") == layers["deps"]
+    assert build_requirements_layer(DEPS_LAYER, "arm64") == layers["deps"]
     assert time.monotonic() - started < 2
     assert stamp.stat().st_mtime_ns == before
 
 
 def test_source_change_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(assets, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
     package = tmp_path / "src" / "probe"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("VALUE = 1\n")
@@ -214,14 +216,14 @@ def test_source_change_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_function_without_handler_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(assets, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
     (tmp_path / "functions" / "get_memory").mkdir(parents=True)
-    with pytest.raises(assets.AssetBuildError, match=r"get_memory/handler\.py is missing"):
+    with pytest.raises(cache.AssetBuildError, match=r"get_memory/handler\.py is missing"):
         assets.build_function_code("get_memory", tmp_path / "functions")
 
 
 def test_function_code_is_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(assets, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
     source = tmp_path / "functions" / "ingest"
     source.mkdir(parents=True)
     (source / "handler.py").write_text("def lambda_handler(event, context):\n    return {}\n")

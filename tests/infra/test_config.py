@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hippocampus.contracts.names import default_model
 from infra.config import (
     ConfigError,
     DeploymentConfig,
@@ -36,10 +37,10 @@ def test_cdk_json_is_valid_and_names_every_key() -> None:
     assert set(read_cdk_json_context()["hippocampus"]) == set(DeploymentConfig.model_fields)
 
 
-def test_config_module_does_not_import_aws_cdk() -> None:
-    """The local stack imports infra.config and infra.specs (the benchmark infra.assets); none pays for jsii."""
+def test_config_and_build_tools_do_not_import_aws_cdk() -> None:
+    """The local stack imports infra.config and infra.specs, the benchmark tools.assets: none pays for jsii."""
     code = (
-        "import sys, infra.config, infra.specs, infra.assets; "
+        "import sys, infra.config, infra.specs, tools.assets, tools.synth_summary; "
         "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
@@ -61,6 +62,19 @@ def test_function_environments_from_plain_names() -> None:
     assert condenser["MEMORY_LLM_PROVIDER"] == "openai"
     assert condenser["MEMORY_LLM_API_KEY_SECRET"] == "hippocampus/dev/llm-api-key"
     assert "MEMORY_QUEUE_URL" not in condenser
+
+
+def test_openai_endpoint_and_named_secret_reach_the_condenser_only() -> None:
+    resources = ResourceNames(table="t", idempotency_table="i", bucket="b", queue_url="https://q")
+    config = load_config(
+        ctx(llm_provider="openai", llm_base_url="https://llm.example.com/v1", llm_secret_name="shared/openai")
+    )
+    environments = function_environments(config, resources)
+    assert environments["condenser"]["OPENAI_BASE_URL"] == "https://llm.example.com/v1"
+    assert environments["condenser"]["MEMORY_LLM_API_KEY_SECRET"] == "shared/openai"
+    assert environments["condenser"]["MEMORY_LLM_MODEL"] == default_model("openai")
+    for name in ("get_memory", "ingest"):
+        assert not {"OPENAI_BASE_URL", "MEMORY_LLM_API_KEY_SECRET"} & environments[name].keys()
 
 
 def test_no_context_gives_defaults() -> None:

@@ -1,0 +1,177 @@
+"""The REST API of the default stack: routes, SigV4 on every method, stage settings, error envelope."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from hippocampus.contracts.routes import ROUTES
+from tests.infra.helpers import Synth, render
+
+# What a caller gets when API Gateway answers by itself (README, "Call the API").
+GATEWAY_STATUS = {
+    "MISSING_AUTHENTICATION_TOKEN": (404, "not_found"),  # unknown route, or an unsigned request
+    "ACCESS_DENIED": (403, "access_denied"),
+    "INVALID_SIGNATURE": (403, "invalid_signature"),
+    "EXPIRED_TOKEN": (403, "expired_token"),
+    "THROTTLED": (429, "throttled"),
+    "REQUEST_TOO_LARGE": (413, "payload_too_large"),
+    "BAD_REQUEST_PARAMETERS": (422, "validation_error"),
+    "DEFAULT_4XX": (400, "bad_request"),
+    "DEFAULT_5XX": (500, "internal_error"),
+}
+
+
+def resource_paths(synth: Synth) -> dict[str, str]:
+    """API Gateway Resource logical id → full path (each resource names its parent)."""
+    resources = synth.template.find_resources("AWS::ApiGateway::Resource")
+    paths: dict[str, str] = {}
+
+    def path_of(logical_id: str) -> str:
+        if logical_id not in paths:
+            props = resources[logical_id]["Properties"]
+            parent = props["ParentId"]
+            paths[logical_id] = f"{path_of(parent['Ref']) if 'Ref' in parent else ''}/{props['PathPart']}"
+        return paths[logical_id]
+
+    for logical_id in resources:
+        path_of(logical_id)
+    return paths
+
+
+def methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
+    """(HTTP method, path) → properties of every method on a resource below the root."""
+    paths = resource_paths(synth)
+    return {
+        (props["HttpMethod"], paths[props["ResourceId"]["Ref"]]): props
+        for props in (
+            m["Properties"] for m in synth.template.find_resources("AWS::ApiGateway::Method").values()
+        )
+        if "Ref" in props["ResourceId"]
+    }
+
+
+def integration_target(synth: Synth, method: dict[str, Any]) -> str:
+    uri = render(method["Integration"]["Uri"])
+    targets = [name for name in ("get_memory", "ingest") if "${" + synth.function_id(name) + ".Arn}" in uri]
+    (target,) = targets
+    return target
+
+
+def test_every_route_reaches_its_function_and_nothing_else_exists(default_synth: Synth) -> None:
+    found = methods(default_synth)
+    for route in ROUTES:
+        method = found[(route.method, route.path)]
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert integration_target(default_synth, method) == route.function, route
+    # Any other method on a known path reaches get_memory, which answers 405 in the envelope.
+    routed = {route.path for route in ROUTES}
+    for path in routed:
+        assert integration_target(default_synth, found[("ANY", path)]) == "get_memory", path
+    assert set(found) == {(r.method, r.path) for r in ROUTES} | {("ANY", p) for p in routed}
+
+
+def test_every_method_requires_sigv4_and_validates_its_parameters(default_synth: Synth) -> None:
+    template = default_synth.template
+    validator = default_synth.logical_id(
+        "AWS::ApiGateway::RequestValidator",
+        # Bodies are validated by the Lambda, which answers 422 in the service's envelope.
+        {"ValidateRequestParameters": True, "ValidateRequestBody": False},
+    )
+    signed = {
+        "AuthorizationType": "AWS_IAM",
+        "RequestValidatorId": {"Ref": validator},
+        "RequestModels": Match.absent(),
+    }
+    template.all_resources_properties("AWS::ApiGateway::Method", signed)
+    paths = resource_paths(default_synth)
+    for (http_method, path), props in methods(default_synth).items():
+        for name in re.findall(r"\{([^}]+)\}", paths[props["ResourceId"]["Ref"]]):
+            assert props["RequestParameters"][f"method.request.path.{name}"] is True, (http_method, path)
+
+
+def test_stage_is_throttled_traced_and_never_logs_bodies(default_synth: Synth) -> None:
+    config, template = default_synth.stack.config, default_synth.template
+    template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "StageName": config.stage,
+            "TracingEnabled": True,
+            "MethodSettings": [
+                Match.object_like(
+                    {
+                        "ThrottlingRateLimit": config.throttling_rate_limit,
+                        "ThrottlingBurstLimit": config.throttling_burst_limit,
+                        "LoggingLevel": "ERROR",
+                        "DataTraceEnabled": False,
+                        "MetricsEnabled": True,
+                    }
+                )
+            ],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
+    )
+
+
+def test_access_log_is_one_json_line_per_request_with_retention(default_synth: Synth) -> None:
+    stage = next(iter(default_synth.template.find_resources("AWS::ApiGateway::Stage").values()))["Properties"]
+    access_log = json.loads(stage["AccessLogSetting"]["Format"])
+    assert {"requestId", "status", "resourcePath", "errorType", "xrayTraceId", "caller"} <= access_log.keys()
+    log_group = default_synth.props(stage["AccessLogSetting"]["DestinationArn"]["Fn::GetAtt"][0])
+    assert log_group["RetentionInDays"] == default_synth.stack.config.log_retention_days
+
+
+def test_execution_log_group_is_owned_with_retention(default_synth: Synth) -> None:
+    """API Gateway would create it on first use without retention; the stack owns it under its name."""
+    config = default_synth.stack.config
+    (rest_api,) = default_synth.template.find_resources("AWS::ApiGateway::RestApi")
+    name = {"Fn::Join": ["", ["API-Gateway-Execution-Logs_", {"Ref": rest_api}, f"/{config.stage}"]]}
+    default_synth.template.has_resource_properties(
+        "AWS::Logs::LogGroup", {"LogGroupName": name, "RetentionInDays": config.log_retention_days}
+    )
+
+
+def test_only_this_api_may_invoke_the_functions(default_synth: Synth) -> None:
+    template = default_synth.template
+    template.resource_count_is("AWS::Lambda::Permission", 2)  # one per API function, not one per method
+    (rest_api,) = template.find_resources("AWS::ApiGateway::RestApi")
+    for permission in template.find_resources("AWS::Lambda::Permission").values():
+        props = permission["Properties"]
+        assert props["Principal"] == "apigateway.amazonaws.com"
+        assert render(props["SourceArn"]).endswith("${" + rest_api + "}/*/*/*")
+
+
+def body_of(props: dict[str, Any]) -> Any:
+    template = props["ResponseTemplates"]["application/json"]
+    return json.loads(template.replace("$context.error.messageString", '"message from API Gateway"'))
+
+
+def test_gateway_errors_answer_the_documented_status_and_code(default_synth: Synth) -> None:
+    for response_type, (status, code) in GATEWAY_STATUS.items():
+        (props,) = [
+            r["Properties"]
+            for r in default_synth.template.find_resources(
+                "AWS::ApiGateway::GatewayResponse", {"Properties": {"ResponseType": response_type}}
+            ).values()
+        ]
+        assert int(props["StatusCode"]) == status, response_type
+        assert body_of(props)["error"]["code"] == code, response_type
+
+
+def test_every_gateway_error_uses_the_error_envelope(default_synth: Synth) -> None:
+    responses = default_synth.template.find_resources("AWS::ApiGateway::GatewayResponse")
+    assert responses
+    for response in responses.values():
+        props = response["Properties"]
+        body = body_of(props)
+        assert set(body) == {"error"}, props["ResponseType"]
+        error = body["error"]
+        assert set(error) == {"code", "message", "status", "details"}
+        assert error["status"] == int(props["StatusCode"]) and error["details"] == []
+        assert re.fullmatch(r"[a-z][a-z_]*", error["code"])
+        assert props["ResponseParameters"] == {"gatewayresponse.header.Content-Type": "'application/json'"}

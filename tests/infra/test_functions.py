@@ -1,0 +1,189 @@
+"""The three functions of the default stack: runtime, logs, environment, layers, and each role's grants."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from aws_cdk.assertions import Match
+
+from hippocampus.contracts import names as schema
+from infra.specs import FUNCTION_SPECS
+from tests.infra.helpers import FUNCTIONS, Synth, as_list, granted, statements
+
+WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+
+
+def test_functions_run_python313_traced_with_json_logs_in_their_own_log_group(default_synth: Synth) -> None:
+    template, config = default_synth.template, default_synth.stack.config
+    template.resource_count_is("AWS::Lambda::Function", 3)  # no helper function (log retention, ...)
+    for spec in FUNCTION_SPECS:
+        function = default_synth.function(spec.name)
+        template.has_resource_properties(
+            "AWS::Lambda::Function",
+            {
+                "FunctionName": f"{config.name_prefix}-{spec.name.replace('_', '-')}",
+                "Runtime": "python3.13",
+                "Architectures": ["arm64"],
+                "Handler": "handler.lambda_handler",
+                "MemorySize": spec.memory_mb,
+                "Timeout": spec.timeout_s,
+                "TracingConfig": {"Mode": "Active"},
+                "LoggingConfig": {"LogFormat": "JSON", "ApplicationLogLevel": config.log_level},
+            },
+        )
+        log_group = default_synth.props(function["LoggingConfig"]["LogGroup"]["Ref"])
+        assert log_group["RetentionInDays"] == config.log_retention_days, spec.name
+
+
+def test_each_function_has_its_own_role_without_managed_policies(default_synth: Synth) -> None:
+    roles = {default_synth.role_id(name) for name in FUNCTIONS}
+    assert len(roles) == 3
+    assumed_by_lambda = {
+        "AssumeRolePolicyDocument": {
+            "Statement": [Match.object_like({"Principal": {"Service": "lambda.amazonaws.com"}})]
+        },
+        "ManagedPolicyArns": Match.absent(),  # no AWSLambdaBasicExecutionRole (every log group)
+    }
+    found = default_synth.template.find_resources("AWS::IAM::Role", {"Properties": assumed_by_lambda})
+    assert roles <= found.keys()
+
+
+def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> None:
+    config, synth = default_synth.stack.config, default_synth
+    table = synth.logical_id(
+        "AWS::DynamoDB::Table", {"KeySchema": Match.array_with([Match.object_like({"KeyType": "RANGE"})])}
+    )
+    common: dict[str, object] = {
+        "MEMORY_TABLE_NAME": {"Ref": table},
+        "MEMORY_BUCKET_NAME": {"Ref": Match.string_like_regexp("ArchiveBucket")},
+        "MEMORY_MAX_WORDS": str(config.max_words),
+        "MEMORY_TRACING": "xray",
+        "MEMORY_LOG_CONTENT": "false",
+        "MEMORY_JOB_RETENTION_DAYS": str(config.raw_retention_days),
+        "POWERTOOLS_SERVICE_NAME": schema.SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": schema.METRICS_NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": config.log_level,
+        "MEMORY_TTL_DAYS": Match.absent(),  # memories are kept forever by default
+    }
+    only: dict[str, dict[str, object]] = {
+        "get_memory": {"MEMORY_QUEUE_URL": Match.absent(), "MEMORY_LLM_PROVIDER": Match.absent()},
+        "ingest": {"MEMORY_QUEUE_URL": Match.any_value(), "MEMORY_IDEMPOTENCY_TABLE_NAME": Match.any_value()},
+        "condenser": {
+            "MEMORY_LLM_PROVIDER": "offline",
+            "MEMORY_LLM_MODEL": Match.absent(),  # offline: no model
+            "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
+            "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline: no secret
+            "MEMORY_QUEUE_URL": Match.absent(),
+        },
+    }
+    for name in FUNCTIONS:
+        synth.template.has_resource_properties(
+            "AWS::Lambda::Function",
+            {
+                "FunctionName": f"{config.name_prefix}-{name.replace('_', '-')}",
+                "Environment": {"Variables": common | only[name]},
+            },
+        )
+
+
+def test_layers_per_function(default_synth: Synth) -> None:
+    for name in FUNCTIONS:
+        dirs = default_synth.layer_dirs(name)
+        packages = {p.name for d in dirs for p in (d / "python").iterdir()}
+        assert {"hippocampus", "aws_lambda_powertools", "pydantic"} <= packages, name
+        assert not packages & {"boto3", "botocore", "s3transfer"}, name  # the runtime's
+        assert ("openai" in packages) == (name == "condenser"), name
+        # The read path never loads the X-Ray SDK, so it does not carry it either.
+        assert ("aws_xray_sdk" in packages) == (name != "get_memory"), name
+        # Layers of one function are extracted into the same /opt/python: no package may be in two.
+        tops = [{p.name for p in (d / "python").iterdir() if p.name != "__pycache__"} for d in dirs]
+        assert sum(map(len, tops)) == len(set().union(*tops)), name
+    default_synth.template.all_resources_properties(
+        "AWS::Lambda::LayerVersion",
+        {"CompatibleRuntimes": ["python3.13"], "CompatibleArchitectures": ["arm64"]},
+    )
+
+
+def test_layers_and_code_ship_unchecked_hash_pyc_for_313(default_synth: Synth) -> None:
+    for name in FUNCTIONS:
+        code = default_synth.asset_dir(default_synth.function(name)["Code"]["S3Key"])
+        assert (code / "handler.py").is_file()
+        assert (code / "__pycache__" / "handler.cpython-313.pyc").is_file()
+        for directory in default_synth.layer_dirs(name):
+            pycs = list((directory / "python").rglob("*.pyc"))
+            assert pycs, directory
+            # Python 3.13's magic number (the dependency layers' legacy .pyc carry no cpython-313 tag).
+            headers = {p.read_bytes()[:8] for p in pycs[:200]}
+            assert {header[:4] for header in headers} == {importlib.util.MAGIC_NUMBER}, directory
+            # PEP 552 flags: 0b01 = hash-based, not checked against the source.
+            assert {int.from_bytes(header[4:8], "little") for header in headers} == {1}, directory
+    layers = default_synth.layer_dirs("get_memory")
+    core = next(d / "python" / "hippocampus" for d in layers if (d / "python" / "hippocampus").is_dir())
+    assert (core / "contracts" / "routes.py").is_file()
+    assert (core / "contracts" / "__pycache__" / "routes.cpython-313.pyc").is_file()
+    pydantic = next(d / "python" / "pydantic" for d in layers if (d / "python" / "pydantic").is_dir())
+    assert (pydantic / "main.pyc").is_file() and not (pydantic / "main.py").exists()  # bytecode only
+
+
+# ----------------------------------------------------------------------------- IAM
+
+
+def test_no_wildcard_actions_and_resource_star_only_for_xray(default_synth: Synth) -> None:
+    for statement in statements(default_synth):
+        if statement["Effect"] != "Allow":
+            continue
+        actions = as_list(statement["Action"])
+        assert not [a for a in actions if "*" in a], statement
+        if "*" in as_list(statement.get("Resource", [])):
+            assert set(actions) <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, statement
+
+
+def archive(synth: Synth) -> str:
+    bucket = synth.logical_id("AWS::S3::Bucket", {"LoggingConfiguration": Match.any_value()})
+    return "${" + bucket + ".Arn}"
+
+
+def prefixes(*values: str) -> str:
+    listed = ", ".join(f'"{value}*"' for value in values)
+    return ' if {"StringLike": {"s3:prefix": [' + listed + "]}}"
+
+
+def test_get_memory_reads_memories_and_history_only(default_synth: Synth) -> None:
+    grants, bucket = granted(default_synth, default_synth.role_id("get_memory")), archive(default_synth)
+    assert grants["s3:GetObject"] == {f"{bucket}/history/*"}
+    assert grants["s3:ListBucket"] == {bucket + prefixes("history/")}
+    assert {"dynamodb:GetItem", "dynamodb:Query"} <= grants.keys()
+    assert not (WRITES | {"s3:PutObject", "s3:DeleteObject"}) & grants.keys()
+    assert not [a for a in grants if a.startswith(("sqs:", "secretsmanager:", "bedrock:"))]
+
+
+def test_ingest_writes_raw_payloads_and_enqueues(default_synth: Synth) -> None:
+    grants, bucket = granted(default_synth, default_synth.role_id("ingest")), archive(default_synth)
+    assert grants["s3:PutObject"] == grants["s3:GetObject"] == {f"{bucket}/raw/*"}
+    # DELETE of a user erases their history too.
+    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
+    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "history/")}
+    assert "sqs:SendMessage" in grants and "sqs:ReceiveMessage" not in grants
+    assert len(grants["dynamodb:PutItem"]) == 2  # the memory table and the idempotency table
+    assert not [a for a in grants if a.startswith(("secretsmanager:", "bedrock:"))]
+
+
+def test_condenser_reads_raw_archives_history_and_consumes_the_queue(default_synth: Synth) -> None:
+    grants, bucket = granted(default_synth, default_synth.role_id("condenser")), archive(default_synth)
+    assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
+    assert "s3:DeleteObject" not in grants  # raw/ expires by lifecycle; only a user's DELETE erases
+    assert grants["s3:PutObject"] == {f"{bucket}/history/*"}
+    # So that a raw/ payload erased by a DELETE is 404 NoSuchKey (skipped), not 403 AccessDenied.
+    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/")}
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= grants.keys()
+    assert "sqs:SendMessage" not in grants
+    assert len(grants["dynamodb:PutItem"]) == 1  # the memory table only
+    # The offline provider calls nothing: neither a secret nor Bedrock.
+    assert not [a for a in grants if a.startswith(("secretsmanager:", "bedrock:"))]
+
+
+def test_each_function_writes_its_own_log_group_only(default_synth: Synth) -> None:
+    for name in FUNCTIONS:
+        log_group = default_synth.function(name)["LoggingConfig"]["LogGroup"]["Ref"]
+        grants = granted(default_synth, default_synth.role_id(name))
+        assert grants["logs:PutLogEvents"] == {"${" + log_group + ".Arn}"}
