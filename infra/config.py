@@ -26,7 +26,6 @@ from pydantic import (
 )
 
 from hippocampus.contracts.names import (
-    CONDENSATION_IO_MARGIN_S,
     CONDENSER_TIMEOUT_S,
     DLQ_RETENTION_DAYS,
     LLM_TIMEOUTS_PER_CONDENSATION,
@@ -35,6 +34,7 @@ from hippocampus.contracts.names import (
     LlmProviderName,
     condensation_budget_s,
     default_model,
+    max_llm_timeout_s,
 )
 
 CONTEXT_KEY: Final = "hippocampus"
@@ -126,7 +126,7 @@ class DeploymentConfig(BaseModel):
                     raise _KeyError(key, "only applies when llm_provider is openai")
         # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
         if condensation_budget_s(self.llm_timeout_s) > CONDENSER_TIMEOUT_S:
-            ceiling = (CONDENSER_TIMEOUT_S - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
+            ceiling = max_llm_timeout_s()
             raise _KeyError(
                 "llm_timeout_s",
                 f"must be at most {ceiling:g}: {LLM_TIMEOUTS_PER_CONDENSATION} LLM timeouts must fit in the "

@@ -237,8 +237,8 @@ class Functions(Construct):
         self._objects(
             role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
         )
-        # DELETE of a user erases their history too.
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:DeleteObject"])
+        # PUT archives the version it writes; DELETE of a user erases their history too.
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
         self._list(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
         queueing.queue.grant_send_messages(role)
 
@@ -247,13 +247,14 @@ class Functions(Construct):
         service_function = self.by_name["condenser"]
         role = service_function.role
         storage.table.grant_read_write_data(role)
-        # It reads accepted payloads and archives versions; raw/ expires by lifecycle, not by it.
+        # It reads accepted payloads and archives versions (and erases its own copy of a version
+        # that landed after a DELETE of the user); raw/ expires by lifecycle, not by it.
         self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject"])
+        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
         # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
         # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item
         # until the DLQ instead of making it `skipped`. For that check S3 evaluates s3:prefix as
-        # the requested key, so a raw/-scoped ListBucket is enough (history/ is only written here).
+        # the requested key, so a raw/-scoped ListBucket is enough (history/ is never read here).
         self._list(role, storage.bucket, [schema.RAW_PREFIX])
         # The event source mapping grants the consume actions on this queue only.
         service_function.function.add_event_source(

@@ -26,7 +26,7 @@ class FunctionSpec:
 
 # The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
 # The X-Ray SDK (layer "xray") only goes where `make_tracing` may load it: get_memory never does
-# (hippocampus.runtime.read_service uses allow_xray_sdk=False).
+# (hippocampus.wiring.read_service uses allow_xray_sdk=False).
 FUNCTION_SPECS: Final = (
     FunctionSpec(
         "get_memory",
@@ -96,6 +96,6 @@ def function_environments(
         condenser["OPENAI_BASE_URL"] = config.llm_base_url
     secret_name = config.resolved_llm_secret_name
     if secret_name:
-        # The secret's name, never its value: the condenser reads it at cold start (cached).
+        # The secret's name, never its value: the condenser reads it on its first LLM call (cached 5 min).
         condenser["MEMORY_LLM_API_KEY_SECRET"] = secret_name
     return {"get_memory": common, "ingest": ingest, "condenser": condenser}

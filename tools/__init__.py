@@ -1,6 +1,6 @@
 """Build tools of the deployment: what the CDK app ships, built before the stack is constructed.
 
-Docker-free builds of the Lambda layers and function code (README "Deploy to AWS", "What the
+Docker-free builds of the Lambda layers and function code (docs/operations.md "Synthesize", "What the
 layers hold"):
 
 - `tools.layers`: the pip-installed dependency layers (deps, xray, llm) for the Lambda platform.

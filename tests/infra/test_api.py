@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match
 from hippocampus.contracts.routes import ROUTES
 from tests.infra.helpers import Synth, render
 
-# What a caller gets when API Gateway answers by itself (README, "Call the API").
+# What a caller gets when API Gateway answers by itself (docs/api.md "Errors").
 GATEWAY_STATUS = {
     "MISSING_AUTHENTICATION_TOKEN": (404, "not_found"),  # unknown route, or an unsigned request
     "ACCESS_DENIED": (403, "access_denied"),

@@ -157,11 +157,11 @@ def test_get_memory_reads_memories_and_history_only(default_synth: Synth) -> Non
     assert not [a for a in grants if a.startswith(("sqs:", "secretsmanager:", "bedrock:"))]
 
 
-def test_ingest_writes_raw_payloads_and_enqueues(default_synth: Synth) -> None:
+def test_ingest_writes_raw_payloads_and_history_and_enqueues(default_synth: Synth) -> None:
     grants, bucket = granted(default_synth, default_synth.role_id("ingest")), archive(default_synth)
-    assert grants["s3:PutObject"] == grants["s3:GetObject"] == {f"{bucket}/raw/*"}
-    # DELETE of a user erases their history too.
-    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
+    assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
+    # PUT archives the version it writes; DELETE of a user erases their history too.
+    assert grants["s3:PutObject"] == grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
     assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "history/")}
     assert "sqs:SendMessage" in grants and "sqs:ReceiveMessage" not in grants
     assert len(grants["dynamodb:PutItem"]) == 2  # the memory table and the idempotency table
@@ -171,8 +171,8 @@ def test_ingest_writes_raw_payloads_and_enqueues(default_synth: Synth) -> None:
 def test_condenser_reads_raw_archives_history_and_consumes_the_queue(default_synth: Synth) -> None:
     grants, bucket = granted(default_synth, default_synth.role_id("condenser")), archive(default_synth)
     assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
-    assert "s3:DeleteObject" not in grants  # raw/ expires by lifecycle; only a user's DELETE erases
-    assert grants["s3:PutObject"] == {f"{bucket}/history/*"}
+    # raw/ expires by lifecycle; in history/ it erases its own version that landed after a DELETE.
+    assert grants["s3:PutObject"] == grants["s3:DeleteObject"] == {f"{bucket}/history/*"}
     # So that a raw/ payload erased by a DELETE is 404 NoSuchKey (skipped), not 403 AccessDenied.
     assert grants["s3:ListBucket"] == {bucket + prefixes("raw/")}
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= grants.keys()

@@ -66,6 +66,11 @@ def condensation_budget_s(llm_timeout_s: float) -> float:
     return LLM_TIMEOUTS_PER_CONDENSATION * llm_timeout_s + CONDENSATION_IO_MARGIN_S
 
 
+def max_llm_timeout_s(condenser_timeout_s: float = CONDENSER_TIMEOUT_S) -> float:
+    """The longest LLM timeout whose `condensation_budget_s` still fits the condenser's timeout."""
+    return (condenser_timeout_s - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
+
+
 def default_model(provider: str) -> str | None:
     """The model a provider uses when none is configured (None: the provider needs no model)."""
     return {"openai": DEFAULT_OPENAI_MODEL, "bedrock": DEFAULT_BEDROCK_MODEL}.get(provider)
