@@ -3,15 +3,17 @@
 - `FakeMemoryStore`: writes conditional on version and generation; the applied-job ledger in the
   same "transaction" as the memory write; a fact and its job together, or neither.
 - `FakeJobStore`: completed and skipped are final; a failed job sent again is queued again.
-- `FakeArchive`, `FakeQueue`, `ScriptedModel`: raw payloads and history, sent messages, an LLM
-  that answers from a script (or a function of the prompt).
+- `FakeArchive`, `FakeQueue`, `ScriptedModel`, `RecordingTracing`, `FakeIdempotencyStore`: raw
+  payloads and history, sent messages, an LLM that answers from a script (or a function of the
+  prompt), the spans opened, Powertools' idempotency records.
 
 Each fake takes hooks (`before_write`, `fail_next`, ...) so tests stage races and outages
 without patching anything.
 """
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +24,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
-from hippocampus.adapters.tracing import NoTracing
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable
 from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
@@ -241,6 +242,31 @@ class ScriptedModel:
         return len(self.prompts)
 
 
+class RecordingTracing:
+    """A `Tracing` that records its spans and the trace headers it continued from."""
+
+    def __init__(self, header: str | None = "Root=1-00000000-000000000000000000000001") -> None:
+        self.header = header
+        self.spans: list[tuple[str, dict[str, str | int]]] = []
+        self.continued: list[str | None] = []
+
+    @contextmanager
+    def span(self, name: str, **annotations: str | int) -> Iterator[None]:
+        self.spans.append((name, annotations))
+        yield
+
+    def current_trace_header(self) -> str | None:
+        return self.header
+
+    @contextmanager
+    def continue_from(self, trace_header: str | None) -> Iterator[None]:
+        self.continued.append(trace_header)
+        yield
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.spans]
+
+
 class FakeIdempotencyStore(BasePersistenceLayer):
     """Powertools' idempotency persistence in a dict (the DynamoDB one, minus DynamoDB)."""
 
@@ -274,7 +300,7 @@ class Ports:
     jobs: FakeJobStore = field(default_factory=FakeJobStore)
     archive: FakeArchive = field(default_factory=FakeArchive)
     queue: FakeQueue = field(default_factory=FakeQueue)
-    tracing: NoTracing = field(default_factory=lambda: NoTracing(header_source=lambda: None))
+    tracing: RecordingTracing = field(default_factory=RecordingTracing)
     idempotency: FakeIdempotencyStore = field(default_factory=FakeIdempotencyStore)
     store: FakeMemoryStore = field(init=False)
 

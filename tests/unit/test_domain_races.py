@@ -145,3 +145,14 @@ def test_a_duplicate_turn_returns_the_first_job_and_queues_nothing(ports):
     assert again.job_id == first.job_id
     assert len(ports.queue.messages) == 1
     assert ports.raw_payloads() == 1  # the duplicate's payload is not kept
+
+
+def test_one_trace_from_the_request_through_the_queue_to_the_condenser(ports):
+    ingest(ports, turn("t1", "I sell handmade candles."))
+    assert ports.tracing.names() == ["s3.put_raw", "dynamodb.read_memory", "dynamodb.create_job", "sqs.send"]
+    assert all(annotations["tenant_id"] == T for _, annotations in ports.tracing.spans)
+    assert [header for _, header in ports.queue.messages] == [ports.tracing.header]
+
+    ports.consolidation(ScriptedModel("Alice sells candles.")).process_batch(ports.queued())
+    assert ports.tracing.continued == [ports.tracing.header]
+    assert {"llm.condense", "dynamodb.write_memory", "s3.put_history"} <= set(ports.tracing.names())
