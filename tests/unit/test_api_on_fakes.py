@@ -107,3 +107,26 @@ def test_a_failed_record_fails_the_rest_of_its_group_only():
     response = batch_failures(records, {"a1"})
     assert response == {"batchItemFailures": [{"itemIdentifier": "a1"}, {"itemIdentifier": "a2"}]}
     assert batch_failures(records, set()) == {"batchItemFailures": []}
+
+
+def test_the_etag_changes_with_the_facts_and_answers_304_while_nothing_changed(call):
+    assert call("GET", MEMORY)[1]["ETag"] == '"0"'
+    call("POST", MEMORY, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    with_fact = call("GET", MEMORY)[1]["ETag"]
+    assert with_fact.startswith('"0-') and with_fact != '"0"'
+    status, headers, body = call("GET", MEMORY, headers={"If-None-Match": with_fact})
+    assert (status, headers["ETag"], body) == (304, with_fact, None)
+    call("POST", MEMORY, {"items": [{"id": "f1", "text": "Likes green tea.", "infer": False}]})
+    status, headers, _ = call("GET", MEMORY, headers={"If-None-Match": with_fact})
+    assert status == 200 and headers["ETag"] not in (with_fact, '"0"')
+    call("DELETE", f"{MEMORY}/facts/f1")
+    assert call("GET", MEMORY, headers={"If-None-Match": with_fact})[1]["ETag"] == '"0"'
+
+
+def test_a_put_takes_back_the_etag_it_was_given(call):
+    call("POST", MEMORY, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    etag = call("GET", MEMORY)[1]["ETag"]
+    status, headers, body = call("PUT", MEMORY, {"memory": "Alice sells candles."}, headers={"If-Match": etag})
+    assert status == 200 and body["version"] == 1 and headers["ETag"].startswith('"1-')
+    stale = call("PUT", MEMORY, {"memory": "Alice sells soap."}, headers={"If-Match": etag})
+    assert stale[0] == 409

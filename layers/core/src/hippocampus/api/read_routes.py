@@ -5,6 +5,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -12,7 +13,7 @@ from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
 from hippocampus.api.params import ERROR_RESPONSES, HistoryLimit, JobId, TenantId, UserId
-from hippocampus.api.responses import memory_response
+from hippocampus.api.responses import conditional_memory_response
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
 from hippocampus.contracts.models import DirectInvocation, HealthResponse, HistoryResponse, Job, MemoryBody
 from hippocampus.contracts.routes import HEALTH_PATH, HISTORY_PATH, JOB_PATH, MEMORY_PATH, powertools_path
@@ -26,6 +27,9 @@ def read_service() -> ReadService:
 
 
 Reads = Annotated[ReadService, Depends(read_service)]
+IfNoneMatch = Annotated[
+    str | None, Header(alias="If-None-Match", description="304 while the memory still has this ETag")
+]
 
 
 @router.get(HEALTH_PATH, summary="Liveness")
@@ -34,8 +38,10 @@ def health() -> HealthResponse:
 
 
 @router.get(powertools_path(MEMORY_PATH), summary="The user's memory", responses=ERROR_RESPONSES)
-def get_memory(tenant_id: TenantId, user_id: UserId, reads: Reads) -> Response[MemoryBody]:
-    return memory_response(reads.get_memory(tenant_id, user_id))
+def get_memory(
+    tenant_id: TenantId, user_id: UserId, reads: Reads, if_none_match: IfNoneMatch = None
+) -> Response[MemoryBody | None]:
+    return conditional_memory_response(reads.get_memory(tenant_id, user_id), if_none_match)
 
 
 @router.get(powertools_path(HISTORY_PATH), summary="Past versions, newest first", responses=ERROR_RESPONSES)

@@ -1,6 +1,5 @@
 """Routes of the write path (the ingest function): ingest, replace, forget, delete a fact."""
 
-import re
 import uuid
 from collections.abc import Callable
 from typing import Annotated
@@ -15,7 +14,7 @@ from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.api.params import ERROR_RESPONSES, FactId, IdempotencyKey, IfMatch, TenantId, UserId
-from hippocampus.api.responses import memory_response
+from hippocampus.api.responses import memory_response, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
     DirectInvocation,
@@ -28,8 +27,6 @@ from hippocampus.contracts.routes import FACT_PATH, MEMORY_PATH, powertools_path
 from hippocampus.domain.edits import EditService
 
 router = APIGatewayRouter()
-
-_ETAG = re.compile(r'^(?:W/)?"?(\d+)"?$')
 
 
 def idempotent_ingest() -> IdempotentIngest:
@@ -47,13 +44,12 @@ def expected_version(body_version: int | None, if_match: str | None) -> int | No
     """The version a PUT expects, from the body or an `If-Match: "3"` header (they must agree)."""
     if if_match is None:
         return body_version
-    match = _ETAG.match(if_match.strip())
-    if match is None:
+    header_version = version_of_etag(if_match)
+    if header_version is None:
         raise ValidationFailed(
             'If-Match must be a version ETag such as "3"',
             [{"field": "If-Match", "message": "not a version ETag", "type": "value_error"}],
         )
-    header_version = int(match.group(1))
     if body_version is not None and body_version != header_version:
         raise ValidationFailed(
             "expected_version and If-Match disagree",
