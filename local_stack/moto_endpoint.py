@@ -1,15 +1,24 @@
 """moto's server on loopback: the AWS endpoint of the local stack.
 
-moto plays DynamoDB, S3, SQS and Secrets Manager in memory; one fix below makes its FIFO
-queues deliver a message group in order across retries, as SQS does.
+moto plays DynamoDB, S3, SQS and Secrets Manager in memory. Two fixes make it keep the promises
+the service relies on (docs/architecture.md "Local stack"):
+- its FIFO queues deliver a message group in order across retries, as SQS does;
+- its DynamoDB handles one request at a time. moto's tables are plain dicts without locks: under
+  concurrent requests a conditional write can pass against a state another request is changing,
+  a failed transaction's rollback can restore a copy taken before another request's acknowledged
+  write, and a copy can fail half-way ("dictionary changed size during iteration", a 500).
+  DynamoDB itself applies each conditional write atomically; one lock gives moto the same.
 """
 
 import logging
 import socket
+import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from moto.server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.sqs import models as sqs_models
+from werkzeug.serving import BaseWSGIServer, make_server
 
 from local_stack.paths import LOOPBACK
 
@@ -70,26 +79,54 @@ def fix_moto_fifo_ordering() -> None:
     queue_class._hippocampus_fifo_fix = True
 
 
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+# The JSON protocol of DynamoDB names the operation in this header (`DynamoDB_20120810.PutItem`).
+_DYNAMODB_TARGET = "DynamoDB_"
+
+
+class SerializedDynamoDB:
+    """WSGI middleware: DynamoDB requests run one at a time; S3, SQS (long polls) and the rest do not wait."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_DYNAMODB_TARGET):
+            return self._app(environ, start_response)
+        with self._lock:
+            # The body is produced inside the lock: moto builds its whole answer before returning it.
+            return list(self._app(environ, start_response))
+
+
 class MotoEndpoint:
-    """moto's ThreadedMotoServer on loopback, on a free port."""
+    """moto's server (as moto's ThreadedMotoServer builds it) on loopback, on a free port."""
 
     def __init__(self, port: int = 0) -> None:
         self._requested_port = port
-        self._server: ThreadedMotoServer | None = None
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
         self.url = ""
 
     def start(self) -> str:
         # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
+        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Port 0: the server binds a free port itself (no race with another process).
-        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=self._requested_port, verbose=False)
-        self._server.start()
-        host, bound = self._server.get_host_and_port()
-        self.url = f"http://{host}:{bound}"
+        self._server = make_server(
+            LOOPBACK, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
+        self._thread.start()
+        self.url = f"http://{LOOPBACK}:{self._server.port}"
         return self.url
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.stop()
+            self._server.shutdown()
+            self._server.server_close()
             self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
