@@ -4,7 +4,8 @@ An HTTP request becomes the event API Gateway would send (`events.api_gateway_ev
 headers, query strings, `requestContext`), its body text or base64 by API Gateway's binary
 media type rule; the function's proxy response is mapped back as API Gateway maps it (status,
 merged single- and multi-value headers, base64 bodies; 502 for an unhandled error or a
-malformed response). The HTTP server itself is `http_server.py`.
+malformed response). A method API Gateway does not route (TRACE, ...) is answered 404 in the
+envelope, without a function. The HTTP server itself is `http_server.py`.
 """
 
 import base64
@@ -24,6 +25,10 @@ from local_stack.runtime import FunctionError
 
 # A Lambda request payload is limited to 6 MB (API Gateway itself accepts 10 MB).
 MAX_LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
+# The methods an API Gateway REST `ANY` method covers; any other (TRACE, CONNECT, `FOO`) matches no
+# method, which API Gateway answers as MISSING_AUTHENTICATION_TOKEN: 404 in the deployed API's envelope.
+ROUTED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"})
+NO_ROUTE_MESSAGE = "No route matches this method and path (or the request is not signed with SigV4)."
 
 log = logging.getLogger("local_stack.apigateway")
 
@@ -68,9 +73,11 @@ def build_event(
 ) -> tuple[str, dict[str, Any]]:
     """The function to call and the API Gateway REST proxy event for `request`.
 
-    Bodies are text (UTF-8, invalid bytes replaced) unless their Content-Type matches one of
-    `binary_media_types`, then base64 with `isBase64Encoded` — API Gateway's rule. The deployed
-    API declares no binary media types, so neither does the local stack by default.
+    Bodies are text (UTF-8, invalid bytes replaced by U+FFFD) unless their Content-Type matches one
+    of `binary_media_types`, then base64 with `isBase64Encoded` — API Gateway's rule. The deployed
+    API declares no binary media types, so neither does the local stack by default. The replacement
+    is where a body that is not UTF-8 loses its bytes, here as in AWS: the function refuses a text
+    body holding U+FFFD (docs/api.md "Errors").
     """
     split = urlsplit(request.target)
     content_type = next((v for k, v in request.headers if k.lower() == "content-type"), None)
@@ -159,6 +166,11 @@ def integration_failure(request_id: str) -> HttpResponse:
     )
 
 
+def no_route(request_id: str) -> HttpResponse:
+    """A method API Gateway routes nowhere: MISSING_AUTHENTICATION_TOKEN (infra/api.py GATEWAY_ERRORS)."""
+    return gateway_error(HTTPStatus.NOT_FOUND, "not_found", NO_ROUTE_MESSAGE, request_id)
+
+
 def request_too_large(request_id: str) -> HttpResponse:
     return gateway_error(
         HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large", "The request body is too large.", request_id
@@ -174,6 +186,8 @@ class ApiGateway:
         self.binary_media_types = binary_media_types
 
     def handle(self, request: HttpRequest) -> HttpResponse:
+        if request.method not in ROUTED_METHODS:
+            return no_route(str(uuid.uuid4()))
         if len(request.body) > MAX_LAMBDA_PAYLOAD_BYTES:
             # Lambda refuses a request payload over 6 MB before the function runs.
             return request_too_large(str(uuid.uuid4()))

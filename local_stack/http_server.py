@@ -1,14 +1,15 @@
 """The HTTP server of the local API: reads requests off the socket, hands them to `ApiGateway`.
 
 Requests are read as API Gateway accepts them (Content-Length or chunked bodies up to 10 MB;
-a larger one is answered 413, a malformed one 400, in the error envelope), each on its own
-thread, with one access log line per request.
+a larger one is answered 413, a malformed one 400, in the error envelope), whatever their
+method, each on its own thread, with one access log line per request.
 """
 
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -131,6 +132,13 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug(format, *args)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        # Every other method too (TRACE, `FOO`): `ApiGateway` answers it as API Gateway does, in the
+        # envelope, where the stdlib would answer an HTML 501.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
 
 
 class _Server(ThreadingHTTPServer):

@@ -217,7 +217,9 @@ class Api:
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
         etag = response.headers.get("ETag", "")
-        assert etag == f'"{body["version"]}"' if not body["facts"] else etag.startswith(f'"{body["version"]}-')
+        assert (
+            etag == f'"{body["version"]}"' if not body["facts"] else etag.startswith(f'"{body["version"]}-')
+        )
         return body
 
     def job(self, tenant: str, job_id: str) -> dict[str, Any]:

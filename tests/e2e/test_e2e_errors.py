@@ -1,5 +1,6 @@
 """Errors over HTTP: one envelope everywhere, the right status, and a rejected request changes nothing."""
 
+import json
 from typing import Any
 
 import pytest
@@ -87,3 +88,126 @@ def test_a_body_that_is_not_utf8_is_400(api: Api, tenant: str, user: str) -> Non
         response = api.request(method, Api.memory_path(tenant, user), data=b"\xff\xfe\x00garbage")
         assert_envelope(response, 400, "malformed_json")
     assert api.memory(tenant, user)["version"] == 0
+
+
+def _item(**fields: Any) -> bytes:
+    return json.dumps({"items": [{"id": "t1", "text": "I sell candles."} | fields]}).encode()
+
+
+def _put(**fields: Any) -> bytes:
+    return json.dumps({"memory": "Alice sells soap.", "expected_version": 0} | fields).encode()
+
+
+_JSON = {"Content-Type": "application/json"}
+# (method, path under the user's memory, body, headers, status, code): a representative subset of
+# tests/unit/test_hostile_input.py, through the HTTP server and the API Gateway emulation.
+HOSTILE = {
+    "text/plain": ("POST", "", _item(), {"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
+    "application/xml": (
+        "PUT",
+        "",
+        _put(),
+        {"Content-Type": "application/xml"},
+        415,
+        "unsupported_media_type",
+    ),
+    "multipart": (
+        "POST",
+        "",
+        _item(),
+        {"Content-Type": "multipart/form-data; boundary=x"},
+        415,
+        "unsupported_media_type",
+    ),
+    "*/*": ("POST", "", _item(), {"Content-Type": "*/*"}, 415, "unsupported_media_type"),
+    "a form, as curl -d sends": (
+        "POST",
+        "",
+        _item(),
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        415,
+        "unsupported_media_type",
+    ),
+    "bytes ED B3 BF": ("POST", "", b'{"items": [{"text": "a\xed\xb3\xbf"}]}', _JSON, 400, "malformed_json"),
+    "an overlong C0 AF": (
+        "PUT",
+        "",
+        b'{"memory": "a\xc0\xaf", "expected_version": 0}',
+        _JSON,
+        400,
+        "malformed_json",
+    ),
+    "a lone surrogate": ("POST", "", b'{"items": [{"text": "a\\udcff"}]}', _JSON, 400, "malformed_json"),
+    "a duplicate key": (
+        "PUT",
+        "",
+        b'{"memory": "a", "memory": "b", "expected_version": 0}',
+        _JSON,
+        400,
+        "malformed_json",
+    ),
+    "NaN": ("POST", "", b'{"items": [{"text": "t", "metadata": {"x": NaN}}]}', _JSON, 400, "malformed_json"),
+    "expected_version true": ("PUT", "", _put(expected_version=True), _JSON, 422, "validation_error"),
+    "expected_version '0'": ("PUT", "", _put(expected_version="0"), _JSON, 422, "validation_error"),
+    "infer 'false'": ("POST", "", _item(infer="false"), _JSON, 422, "validation_error"),
+    "a blank memory": ("PUT", "", _put(memory="   "), _JSON, 422, "validation_error"),
+    "an empty Idempotency-Key": (
+        "POST",
+        "",
+        _item(),
+        _JSON | {"Idempotency-Key": ""},
+        422,
+        "validation_error",
+    ),
+    "metadata 33 deep": (
+        "POST",
+        "",
+        _item(metadata=json.loads('{"a":' * 33 + "1" + "}" * 33)),
+        _JSON,
+        422,
+        "validation_error",
+    ),
+    "a NUL in the fact id": ("DELETE", "/facts/f%00", None, {}, 422, "validation_error"),
+    "CRLF in the fact id": ("DELETE", "/facts/f%0D%0A", None, {}, 422, "validation_error"),
+    "a hash in the fact id": ("DELETE", "/facts/f%23", None, {}, 422, "validation_error"),
+    "TRACE": ("TRACE", "", None, {}, 404, "not_found"),
+    "an unknown method": ("FOO", "", None, {}, 404, "not_found"),
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "below", "body", "headers", "status", "code"), HOSTILE.values(), ids=list(HOSTILE)
+)
+def test_hostile_requests_get_their_envelope_and_change_nothing(
+    api: Api,
+    tenant: str,
+    user: str,
+    method: str,
+    below: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    status: int,
+    code: str,
+) -> None:
+    path = Api.memory_path(tenant, user)
+    api.ingest(tenant, user, [{"id": "f", "text": "Keeps bees.", "infer": False}])
+    before = api.memory(tenant, user)
+    response = api.session.request(
+        method, api.base_url + path + below, data=body, headers=headers, auth=api.auth, timeout=60
+    )
+    assert_envelope(response, status, code)
+    assert api.memory(tenant, user) == before and before["version"] == 0 and len(before["facts"]) == 1
+    assert api.history(tenant, user) == []
+
+
+@pytest.mark.parametrize(
+    "content_type", ["APPLICATION/JSON", "Application/Json; charset=utf-8", "application/vnd.api+json"]
+)
+def test_json_under_any_json_media_type_is_accepted(
+    api: Api, tenant: str, user: str, content_type: str
+) -> None:
+    response = api.request(
+        "POST", Api.memory_path(tenant, user), data=_item(infer=False), headers={"Content-Type": content_type}
+    )
+    assert response.status_code == 202, response.text
+    assert [fact["id"] for fact in api.memory(tenant, user)["facts"]] == ["t1"]

@@ -126,7 +126,9 @@ def test_the_etag_changes_with_the_facts_and_answers_304_while_nothing_changed(c
 def test_a_put_takes_back_the_etag_it_was_given(call):
     call("POST", MEMORY, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
     etag = call("GET", MEMORY)[1]["ETag"]
-    status, headers, body = call("PUT", MEMORY, {"memory": "Alice sells candles."}, headers={"If-Match": etag})
+    status, headers, body = call(
+        "PUT", MEMORY, {"memory": "Alice sells candles."}, headers={"If-Match": etag}
+    )
     assert status == 200 and body["version"] == 1 and headers["ETag"].startswith('"1-')
     stale = call("PUT", MEMORY, {"memory": "Alice sells soap."}, headers={"If-Match": etag})
     assert stale[0] == 409

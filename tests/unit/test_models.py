@@ -101,3 +101,30 @@ def test_metadata_must_be_shallow_plain_json():
     with pytest.raises(ValidationError, match="finite"):
         IngestItem(text="t", metadata={"score": float("nan")})
     assert IngestItem(text="t", metadata={"a": {"b": [1, 2.5, None, True]}})
+
+
+@pytest.mark.parametrize(
+    ("model", "values", "bad"),
+    [
+        (IngestItem, {"text": "t", "infer": "false"}, "infer"),
+        (IngestItem, {"text": "t", "infer": 0}, "infer"),
+        (IngestItem, {"text": 5}, "text"),
+        (IngestItem, {"text": "t", "user_name": 7}, "user_name"),
+        (PutMemoryRequest, {"memory": "m", "expected_version": True}, "expected_version"),
+        (PutMemoryRequest, {"memory": "m", "expected_version": "3"}, "expected_version"),
+        (PutMemoryRequest, {"memory": "m", "expected_version": 3.0}, "expected_version"),
+        (DirectInvocation, {"action": "get_history", "tenant_id": "t", "limit": "5"}, "limit"),
+        (DirectInvocation, {"action": "get_history", "tenant_id": "t", "limit": True}, "limit"),
+    ],
+)
+def test_request_fields_are_never_coerced(model, values, bad):
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(values)
+    assert (bad,) in fields(caught.value)
+
+
+@pytest.mark.parametrize("memory", [" ", "\n\t ", "\u3000"])
+def test_a_blank_summary_is_refused(memory):
+    with pytest.raises(ValidationError, match="blank"):
+        PutMemoryRequest(memory=memory, expected_version=0)
+    assert PutMemoryRequest(memory=" Alice. ", expected_version=0).memory == " Alice. "

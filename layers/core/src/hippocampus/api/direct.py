@@ -1,7 +1,8 @@
 """Direct invocation (`lambda:Invoke` from another service, no API Gateway; docs/api.md "Direct invocation").
 
 The payload names an `action`; the result is the same body as the HTTP route, or the same error
-envelope. Each function serves the actions of its own routes.
+envelope. Each function serves the actions of its own routes. Any payload without `httpMethod`
+is taken for one, whatever its JSON type, so that every payload gets the envelope.
 """
 
 from collections.abc import Callable, Mapping
@@ -12,18 +13,27 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from hippocampus.api.envelope import JSON, dependency_error, envelope, internal_error, validation_error
-from hippocampus.contracts.errors import ServiceError, ValidationFailed
+from hippocampus.api.request_checks import has_lone_surrogate
+from hippocampus.contracts.errors import MalformedJson, ServiceError, ValidationFailed
 from hippocampus.contracts.models import DirectInvocation
 
 DirectHandler = Callable[[DirectInvocation, LambdaContext], JSON | None]
 
 
-def is_direct(event: Mapping[str, Any]) -> bool:
-    return "httpMethod" not in event and "action" in event
+def is_direct(event: Any) -> bool:
+    return not isinstance(event, Mapping) or "httpMethod" not in event
 
 
-def invoke_direct(event: JSON, context: LambdaContext, actions: Mapping[str, DirectHandler]) -> JSON:
+def invoke_direct(event: Any, context: LambdaContext, actions: Mapping[str, DirectHandler]) -> JSON:
     try:
+        if not isinstance(event, Mapping):
+            raise ValidationFailed(
+                f"the payload must be a JSON object with an 'action', not {_json_type(event)}",
+                [{"field": "payload", "message": "must be a JSON object", "type": "model_type"}],
+            )
+        if has_lone_surrogate(event):
+            # Unencodable text would fail in DynamoDB or S3 after part of the request was written.
+            raise MalformedJson("the payload is not valid UTF-8: a string holds a lone surrogate")
         request = DirectInvocation.model_validate(event)
         action = actions.get(request.action)
         if action is None:
@@ -41,6 +51,11 @@ def invoke_direct(event: JSON, context: LambdaContext, actions: Mapping[str, Dir
         return envelope(dependency_error(error))
     except Exception as error:
         return envelope(internal_error(error))
+
+
+def _json_type(value: Any) -> str:
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def require(value: str | None, field: str) -> str:

@@ -47,8 +47,11 @@ def proxy_response(error: ServiceError) -> JSON:
 
 
 def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
-    """`("body", "items", 0, "text")` → `items[0].text`; `("path", "user_id")` → `user_id`."""
+    """`("body", "items", 0, "text")` → `items[0].text`; `("path", "user_id")` → `user_id`;
+    `("header", "idempotency-key")` → `Idempotency-Key`, as the header is spelled in docs/api.md "Headers"."""
     parts = list(loc)
+    if len(parts) == 2 and parts[0] == "header":
+        parts = ["header", "-".join(word.capitalize() for word in str(parts[1]).split("-"))]
     if parts and parts[0] in {"body", "path", "query", "header"}:
         parts = parts[1:]
     name = ""

@@ -18,6 +18,7 @@ IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
+        min_length=1,  # an empty key is refused, not taken for no key (docs/api.md "Limits")
         max_length=MAX_IDEMPOTENCY_KEY_CHARS,
         description="Replays return the first response",
     ),
@@ -33,6 +34,7 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
     }
     for status, description in {
         400: "Malformed JSON",
+        415: "The body is not JSON (Content-Type)",
         404: "Unknown route, job or fact",
         409: "Version or idempotency conflict",
         413: "Body over 1 MiB",

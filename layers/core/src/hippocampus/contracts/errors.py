@@ -39,6 +39,10 @@ class PayloadTooLarge(ServiceError):
     code, status = "payload_too_large", 413
 
 
+class UnsupportedMediaType(ServiceError):
+    code, status = "unsupported_media_type", 415
+
+
 class ValidationFailed(ServiceError):
     code, status = "validation_error", 422
 

@@ -61,7 +61,11 @@ def _max_json_bytes(limit: int) -> AfterValidator:
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request model: unknown fields are refused, and no value is coerced (`true` is not 1, `"3"` is
+    not 3, `"false"` is not a boolean: docs/api.md "Limits"). Request fields are plain JSON types, so
+    strict validation of the parsed JSON is exact."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ConversationPair(Model):
@@ -114,6 +118,14 @@ class IngestRequest(Model):
 class PutMemoryRequest(Model):
     memory: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
     expected_version: Annotated[int, Field(ge=0)] | None = None
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_not_blank(cls, value: str) -> str:
+        # Stored stripped, a blank summary would erase the memory (docs/api.md "Replace the summary").
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
 
 
 class Fact(BaseModel):
