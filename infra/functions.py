@@ -247,9 +247,9 @@ class Functions(Construct):
         service_function = self.by_name["condenser"]
         role = service_function.role
         storage.table.grant_read_write_data(role)
-        # It reads accepted payloads and archives versions (and erases its own copy of a version
-        # that landed after a DELETE of the user); raw/ expires by lifecycle, not by it.
-        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
+        # It reads accepted payloads and archives versions; it erases what landed after a DELETE of
+        # the user swept the prefix: the payload of an item it skips, its own copy of a version.
+        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
         self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
         # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
         # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item

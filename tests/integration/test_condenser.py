@@ -8,6 +8,7 @@ from hippocampus.contracts.ports import LlmResult
 from hippocampus.contracts.prompt_format import NEW_CONTENT_BEGIN, NEW_CONTENT_END
 
 USER = "/v1/tenants/acme/users/alice/memory"
+BOB = "/v1/tenants/acme/users/bob/memory"
 
 
 class FakeLlm:
@@ -20,7 +21,7 @@ class FakeLlm:
         self.during_call = None
         self.error: Exception | None = None
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
         self.prompts.append(prompt)
         if self.during_call:
             hook, self.during_call = self.during_call, None
@@ -144,12 +145,17 @@ def test_llm_failure_keeps_memory_and_fails_the_job_after_the_last_attempt(servi
     assert memory(service)["memory"] == "Alice sells candles." and memory(service)["version"] == 1
 
 
-def test_empty_llm_answer_never_wipes_memory(service, llm):
+def test_an_empty_llm_answer_keeps_the_memory_and_the_item_is_retried(service, llm):
     service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
-    ingest(service, "Hello there!")
-    llm.complete = lambda system, prompt: LlmResult("   ")
-    service.drain()
-    assert memory(service)["memory"] == "Alice sells candles."
+    [job_id] = ingest(service, "Alice moved to Porto.")
+    llm.complete = lambda system, prompt, timeout_s=None: LlmResult("   ")
+    messages = service.receive()
+    assert service.deliver(messages, receive_count=1) == {messages[0]["MessageId"]}
+    retrying = job(service, job_id)
+    assert retrying["status"] == "queued" and retrying["error"]["code"] == "empty_llm_answer"
+    assert service.deliver(messages, receive_count=5) == {messages[0]["MessageId"]}
+    assert job(service, job_id)["status"] == "failed"
+    assert memory(service)["memory"] == "Alice sells candles." and memory(service)["version"] == 1
 
 
 def test_one_users_failure_does_not_block_another(service, llm):
@@ -158,10 +164,10 @@ def test_one_users_failure_does_not_block_another(service, llm):
     messages = service.receive()
     original = llm.complete
 
-    def fail_for_alice(system, prompt):
+    def fail_for_alice(system, prompt, timeout_s=None):
         if "Alice" in prompt:
             raise ConnectionError("boom")
-        return original(system, prompt)
+        return original(system, prompt, timeout_s)
 
     llm.complete = fail_for_alice
     failed = service.deliver(messages)
@@ -204,7 +210,8 @@ def test_custom_prompt_template_is_used(service, llm, monkeypatch):
     service.condense_with(llm)
     service.call("POST", USER, {"items": [{"text": "Alice sells candles.", "user_name": "Alice"}]})
     service.drain()
-    assert llm.prompts[0].startswith("Keep 200 words for Alice.")
+    # The user's name is fenced as data wherever the template puts it.
+    assert llm.prompts[0].startswith("Keep 200 words for <<<USER_NAME>>>\nAlice\n<<<END_USER_NAME>>>.")
 
 
 def test_unknown_placeholder_fails_the_cold_start(aws, monkeypatch):
@@ -234,7 +241,8 @@ def test_users_past_the_time_left_are_deferred_not_failed(service, llm):
     [alice_job] = ingest(service, "Alice fact.")
     [bob_job] = ingest(service, "Bob fact.", user="bob")
     messages = service.receive()
-    failed = service.deliver(messages, context=Context(remaining_ms=10_000))
+    # Time for one user's LLM call (20 s timeout + 5 s margin), not for a second user's worst case.
+    failed = service.deliver(messages, context=Context(remaining_ms=30_000))
     assert len(failed) == 1 and len(llm.prompts) == 1  # the first user always runs
     deferred = bob_job if job(service, alice_job)["status"] == "completed" else alice_job
     assert job(service, deferred) == job(service, deferred) | {"status": "queued", "error": None}
@@ -262,3 +270,57 @@ def test_a_missing_api_key_fails_the_cold_start(aws, monkeypatch):
     wiring.reset()
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         load_handler("condenser")
+
+
+def test_a_record_deferred_on_its_last_receive_fails_its_job_and_can_be_sent_again(service, llm):
+    from tests.support.lambda_harness import Context
+
+    items = {
+        path: {"id": "turn-1", "text": f"{name} fact."} for path, name in ((USER, "Alice"), (BOB, "Bob"))
+    }
+    jobs = {
+        path: service.call("POST", path, {"items": [item]}).body["jobs"][0]["job_id"]
+        for path, item in items.items()
+    }
+    messages = service.receive()
+    context = Context(remaining_ms=60_000)
+    # The first user's LLM call takes 40 s: what is left cannot fit even one more call.
+    llm.during_call = lambda: setattr(context, "remaining_ms", context.remaining_ms - 40_000)
+    assert len(service.deliver(messages, receive_count=5, context=context)) == 1
+    [deferred] = [path for path, job_id in jobs.items() if job(service, job_id)["status"] != "completed"]
+    stuck = job(service, jobs[deferred])
+    assert stuck["status"] == "failed" and stuck["error"]["code"] == "condensation_timeout"
+    again = service.call("POST", deferred, {"items": [items[deferred]]}).body["jobs"][0]
+    assert again["job_id"] == jobs[deferred] and again["status"] == "queued"
+    service.drain()  # the new message (the harness keeps the old one too: it never reaches a DLQ here)
+    assert job(service, jobs[deferred])["status"] == "completed"
+
+
+def test_every_llm_call_is_capped_by_the_invocation_time_left(service, llm):
+    from tests.support.lambda_harness import Context
+
+    seen: list[float | None] = []
+    original = llm.complete
+    llm.complete = lambda system, prompt, timeout_s=None: seen.append(timeout_s) or original(system, prompt)
+    ingest(service, "Alice fact.")
+    service.deliver(service.receive(), context=Context(remaining_ms=50_000))
+    [timeout_s] = seen
+    assert timeout_s is not None and 40 < timeout_s <= 45  # the time left less the 5 s I/O margin
+
+
+def test_a_summary_of_huge_words_is_held_to_the_character_bound(service, llm):
+    giant = "x" * 25_000
+    llm.complete = lambda system, prompt, timeout_s=None: LlmResult(" ".join([giant] * 20))
+    [job_id] = ingest(service, "Alice fact.")
+    service.drain()
+    stored = memory(service)
+    assert job(service, job_id)["status"] == "completed"
+    assert 0 < len(stored["memory"]) <= 200 * 12  # MEMORY_MAX_WORDS is 200 here
+
+
+def test_a_put_over_the_character_bound_is_refused_naming_memory(service):
+    response = service.call("PUT", USER, {"memory": " ".join(["y" * 100] * 10), "expected_version": 0})
+    assert response.status == 422, response.body
+    assert response.body["error"]["code"] == "limit_exceeded"
+    assert [detail["field"] for detail in response.body["error"]["details"]] == ["memory"]
+    assert memory(service)["version"] == 0

@@ -9,7 +9,7 @@ import pytest
 from hippocampus.adapters.llm import make_language_model
 from hippocampus.adapters.llm.offline import extract_blocks
 from hippocampus.adapters.llm.openai_chat import OpenAIChat
-from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.condenser import Condenser, EmptyAnswer
 from hippocampus.domain.prompt import SYSTEM_PROMPT, CondenseInput
 from hippocampus.settings import Settings
 from tests.support.openai_stub import OpenAIStub
@@ -109,3 +109,51 @@ def test_condenser_end_to_end_over_http(stub: OpenAIStub) -> None:
     assert system == SYSTEM_PROMPT
     new_content = "I moved to Munich.\n\nUser: Thanks!\nAssistant: Anytime."
     assert extract_blocks(user) == ("Alice lives in Berlin.", new_content)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}
+            ],
+        },
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "m"},
+        {},
+        {"choices": [{}]},
+        {"choices": [{"message": {"role": "assistant", "content": [{"type": "text", "text": "x"}]}}]},
+    ],
+    ids=["no-choices", "null-content", "choices-missing", "empty-object", "no-message", "content-not-text"],
+)
+def test_replies_without_text_read_as_empty_and_the_condenser_refuses_them(
+    stub: OpenAIStub, body: dict[str, object]
+) -> None:
+    stub.script_body(body, body)
+    assert provider_for(stub).complete("s", "p").text == ""
+    with pytest.raises(EmptyAnswer):
+        Condenser(provider_for(stub), 50).condense("Alice lives in Berlin.", [CondenseInput(text="x")])
+
+
+def test_a_long_retry_after_never_stretches_a_call(stub: OpenAIStub) -> None:
+    # The SDK would sleep as long as the server asks (up to two minutes): the adapter pauses briefly.
+    stub.retry_after_ms = 60_000
+    stub.fail_with(429, times=1)
+    started = time.monotonic()
+    assert provider_for(stub).complete("s", "p").text == "Alice sells handmade candles."
+    assert time.monotonic() - started < 3.0 and stub.call_count == 2
+
+
+def test_the_time_given_caps_the_call_and_its_retry(stub: OpenAIStub) -> None:
+    stub.delay_s = 5.0
+    provider = provider_for(stub, timeout_s=4.0)
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        provider.complete("s", "p", timeout_s=1.2)
+    assert time.monotonic() - started < 2.0  # one attempt of 1.2 s; no room for a retry
+    assert stub.call_count == 1

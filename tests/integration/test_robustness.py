@@ -125,7 +125,7 @@ def test_s3_keys_that_refuse_deletion_make_delete_fail(aws):
         lambda **request: {"Errors": [{"Key": request["Delete"]["Objects"][0]["Key"], "Code": "SlowDown"}]},
     )
     with pytest.raises(DependencyUnavailable, match="SlowDown"):
-        S3Archive(aws.bucket_name, lambda: proxy).erase_user("acme", "alice")
+        S3Archive(aws.bucket_name, lambda: proxy).erase_user("acme", "alice", generation=1)
 
 
 def job(job_id: str) -> Job:
@@ -139,3 +139,16 @@ def job(job_id: str) -> Job:
         created_at=now,
         updated_at=now,
     )
+
+
+def test_a_delete_sweeps_the_old_generations_and_keeps_the_new_life(aws):
+    s3 = boto3.client("s3")
+    archive = S3Archive(aws.bucket_name, lambda: s3)
+    old = archive.put_raw("acme", "alice", 0, "before", {"items": []})
+    new = archive.put_raw("acme", "alice", 1, "after", {"items": []})
+    legacy = "raw/acme/alice/unversioned.json"
+    s3.put_object(Bucket=aws.bucket_name, Key=legacy, Body=b"{}")
+    other = archive.put_raw("acme", "bob", 0, "bob", {"items": []})
+    archive.erase_user("acme", "alice", generation=1)
+    assert sorted(all_keys(aws.bucket_name, "raw/")) == sorted([new, other])
+    assert old not in all_keys(aws.bucket_name) and legacy not in all_keys(aws.bucket_name)

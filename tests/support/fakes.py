@@ -170,11 +170,17 @@ class FakeArchive:
         self.history: dict[tuple[str, str, int], dict[int, HistoryVersion]] = {}
         self.before_history: Hook | None = None
         self.fail_put_raw: Exception | None = None
+        self.before_raw: Hook | None = None
 
-    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
+    def put_raw(
+        self, tenant_id: str, user_id: str, generation: int, request_id: str, payload: Mapping[str, Any]
+    ) -> str:
+        hook, self.before_raw = self.before_raw, None
+        if hook:
+            hook()
         if self.fail_put_raw:
             raise self.fail_put_raw
-        key = f"raw/{tenant_id}/{user_id}/{request_id}.json"
+        key = f"raw/{tenant_id}/{user_id}/g{generation:06d}/{request_id}.json"
         self.raw[key] = deepcopy(dict(payload))
         return key
 
@@ -197,10 +203,18 @@ class FakeArchive:
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
         self.history.get((tenant_id, user_id, generation), {}).pop(version, None)
 
-    def erase_user(self, tenant_id: str, user_id: str) -> None:
-        prefix = f"raw/{tenant_id}/{user_id}/"
-        self.raw = {k: v for k, v in self.raw.items() if not k.startswith(prefix)}
-        self.history = {k: v for k, v in self.history.items() if k[:2] != (tenant_id, user_id)}
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+        prefix = f"raw/{tenant_id}/{user_id}/g"
+        self.raw = {
+            key: payload
+            for key, payload in self.raw.items()
+            if not key.startswith(prefix) or int(key[len(prefix) : len(prefix) + 6]) >= generation
+        }
+        self.history = {
+            key: versions
+            for key, versions in self.history.items()
+            if key[:2] != (tenant_id, user_id) or key[2] >= generation
+        }
 
     def history_count(self) -> int:
         return sum(len(versions) for versions in self.history.values())
@@ -219,7 +233,9 @@ class FakeQueue:
 
 
 class ScriptedModel:
-    """A `LanguageModel` answering from `answers` in turn (the last one repeats), or `reply(prompt)`."""
+    """A `LanguageModel` answering from `answers` in turn (the last one repeats), or `reply(prompt)`.
+
+    `timeouts` records the `timeout_s` each call was given."""
 
     name = "scripted"
 
@@ -227,9 +243,11 @@ class ScriptedModel:
         self._answers = list(answers)
         self._reply = reply
         self.prompts: list[str] = []
+        self.timeouts: list[float | None] = []
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
         self.prompts.append(prompt)
+        self.timeouts.append(timeout_s)
         if self._reply is not None:
             return LlmResult(self._reply(prompt), prompt_tokens=len(prompt.split()), completion_tokens=1)
         answer = self._answers.pop(0) if len(self._answers) > 1 else self._answers[0]

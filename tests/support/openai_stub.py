@@ -4,6 +4,7 @@
         client = OpenAI(api_key="k", base_url=stub.base_url)
         stub.fail_with(500)      # every request fails until recover() (or `times` failures)
         stub.script("a", "b")    # the next replies, in order, then the default reply again
+        stub.script_body({"choices": []})  # the next reply is exactly this JSON body (a 200)
         stub.delay_s = 2.0       # slow answers, to exercise client timeouts
 
 Thread-safe: the server runs in a background thread and serves each request on its own thread.
@@ -52,7 +53,7 @@ class OpenAIStub:
     ) -> None:
         self._lock = threading.Lock()
         self._reply: str | ReplyFunction = reply
-        self._script: deque[str] = deque()
+        self._script: deque[str | dict[str, Any]] = deque()
         self._requests: list[StubRequest] = []
         self._fail_status: int | None = None
         self._fail_times: int | None = None
@@ -108,6 +109,11 @@ class OpenAIStub:
         with self._lock:
             self._script.extend(replies)
 
+    def script_body(self, *bodies: dict[str, Any]) -> None:
+        """Answer the next requests with these exact JSON bodies (status 200), as odd servers do."""
+        with self._lock:
+            self._script.extend(bodies)
+
     def fail_with(self, status: int = 500, times: int | None = None) -> None:
         """Fail requests with `status`: the next `times` ones, or all until `recover()`."""
         with self._lock:
@@ -143,8 +149,8 @@ class OpenAIStub:
 
     # --- serving -----------------------------------------------------------------------------
 
-    def _record(self, request: StubRequest) -> tuple[int | None, str]:
-        """Register one request; return (failure status or None, answer text)."""
+    def _record(self, request: StubRequest) -> tuple[int | None, str | dict[str, Any]]:
+        """Register one request; return (failure status or None, answer text or exact body)."""
         with self._lock:
             self._requests.append(request)
             if self._fail_status is not None:
@@ -204,7 +210,8 @@ class OpenAIStub:
                     error = {"error": {"message": f"stub failure {status}", "type": "server_error"}}
                     self._send(status, error, retry=True)
                     return
-                self._send(200, stub._completion(body, text, stub.call_count))
+                completion = text if isinstance(text, dict) else stub._completion(body, text, stub.call_count)
+                self._send(200, completion)
 
             def _send(self, status: int, payload: dict[str, Any], retry: bool = False) -> None:
                 data = json.dumps(payload).encode()

@@ -149,10 +149,32 @@ def test_a_duplicate_turn_returns_the_first_job_and_queues_nothing(ports):
 
 def test_one_trace_from_the_request_through_the_queue_to_the_condenser(ports):
     ingest(ports, turn("t1", "I sell handmade candles."))
-    assert ports.tracing.names() == ["s3.put_raw", "dynamodb.read_memory", "dynamodb.create_job", "sqs.send"]
+    assert ports.tracing.names() == ["dynamodb.read_memory", "s3.put_raw", "dynamodb.create_job", "sqs.send"]
     assert all(annotations["tenant_id"] == T for _, annotations in ports.tracing.spans)
     assert [header for _, header in ports.queue.messages] == [ports.tracing.header]
 
     ports.consolidation(ScriptedModel("Alice sells candles.")).process_batch(ports.queued())
     assert ports.tracing.continued == [ports.tracing.header]
     assert {"llm.condense", "dynamodb.write_memory", "s3.put_history"} <= set(ports.tracing.names())
+
+
+def test_a_delete_between_the_read_and_the_payload_keeps_nothing_of_the_old_life(ports):
+    """The request read the user before the delete; its payload lands after the delete's S3 sweep."""
+    edits = ports.edits()
+    ports.archive.before_raw = lambda: edits.delete_memory(T, U)
+    job = ingest(ports, turn("t1", "I sell handmade candles.")).jobs[0]
+    model = ScriptedModel("Alice sells candles.")
+    ports.consolidation(model).process_batch(ports.queued())
+    assert ports.jobs.status(job.job_id) == "skipped" and model.calls == 0
+    assert ports.raw_payloads() == 0  # the late payload of the old generation is erased too
+    assert ports.reads().get_memory(T, U).memory is None
+
+
+def test_items_sent_after_a_delete_keep_their_payload_whatever_the_sweep_finds(ports):
+    edits = ports.edits()
+    edits.delete_memory(T, U)
+    job = ingest(ports, turn("t1", "I sell handmade candles.")).jobs[0]
+    ports.archive.erase_user(T, U, generation=1)  # a sweep of the same delete, running late
+    ports.consolidation(ScriptedModel("Alice sells candles.")).process_batch(ports.queued())
+    assert ports.jobs.status(job.job_id) == "completed"
+    assert ports.reads().get_memory(T, U).memory == "Alice sells candles."

@@ -19,6 +19,7 @@ from hippocampus.contracts.names import DEFAULT_BEDROCK_MODEL
 from hippocampus.contracts.prompt_format import (
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
+    NOTHING_TO_KEEP,
     OLD_MEMORY_BEGIN,
     OLD_MEMORY_END,
     count_words,
@@ -168,7 +169,6 @@ def test_openai_client_is_configured_once(monkeypatch: pytest.MonkeyPatch) -> No
     provider = OpenAIChat(model="m", api_key="sk-x", timeout_s=3.5, base_url="http://127.0.0.1:9/v1")
     client = provider.client()
     assert provider.client() is client
-    assert client.max_retries == 1
     assert client.timeout == 3.5
     assert str(client.base_url) == "http://127.0.0.1:9/v1/"
 
@@ -209,12 +209,41 @@ def test_bedrock_converse_request_and_parsing() -> None:
     assert (result.prompt_tokens, result.completion_tokens) == (120, 4)
 
 
-def test_bedrock_errors_propagate() -> None:
+def test_bedrock_errors_propagate_after_one_retry() -> None:
+    client = _bedrock_client()
+    with Stubber(client) as stubber:
+        for _ in range(2):
+            stubber.add_client_error("converse", "ThrottlingException", http_status_code=429)
+        with pytest.raises(client.exceptions.ThrottlingException):
+            BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p")
+        stubber.assert_no_pending_responses()
+
+
+def test_bedrock_retries_a_throttled_call_once_and_not_a_bad_request() -> None:
     client = _bedrock_client()
     with Stubber(client) as stubber:
         stubber.add_client_error("converse", "ThrottlingException", http_status_code=429)
-        with pytest.raises(client.exceptions.ThrottlingException):
+        stubber.add_response("converse", _CONVERSE_RESPONSE)
+        assert (
+            BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p").text
+            == "Alice sells candles."
+        )
+        stubber.add_client_error("converse", "ValidationException", http_status_code=400)
+        with pytest.raises(client.exceptions.ValidationException):
             BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p")
+        stubber.assert_no_pending_responses()
+
+
+def test_bedrock_starts_no_call_that_could_not_end_in_time() -> None:
+    # botocore cannot shorten one call: with less than the client timeout left, nothing is sent.
+    client = _bedrock_client()
+    with Stubber(client), pytest.raises(TimeoutError):
+        BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p", timeout_s=4.0)
+    with Stubber(client) as stubber:
+        stubber.add_client_error("converse", "ThrottlingException", http_status_code=429)
+        with pytest.raises(client.exceptions.ThrottlingException):  # no time for the retry: not made
+            BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p", timeout_s=5.2)
+        stubber.assert_no_pending_responses()
 
 
 def test_bedrock_client_created_once_with_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,7 +253,6 @@ def test_bedrock_client_created_once_with_timeouts(monkeypatch: pytest.MonkeyPat
     assert provider.client() is client
     assert client.meta.service_model.service_name == "bedrock-runtime"
     assert client.meta.config.connect_timeout == 7 and client.meta.config.read_timeout == 7
-    assert client.meta.config.retries["total_max_attempts"] == 2  # one call and one retry
 
 
 # --- offline ----------------------------------------------------------------------------------
@@ -254,6 +282,11 @@ def test_offline_drops_small_talk_questions_and_assistant_lines() -> None:
 def test_offline_keeps_old_memory_when_nothing_is_worth_keeping() -> None:
     prompt = prompt_for("Alice sells candles.", "Alice: Hello!\nAssistant: Hi Alice, how are you?\n\nthanks")
     assert OfflineModel(50).complete(SYSTEM_PROMPT, prompt).text == "Alice sells candles."
+
+
+def test_offline_says_nothing_to_keep_when_small_talk_meets_an_empty_memory() -> None:
+    prompt = prompt_for(None, "User: Hello! Thanks so much.\nAssistant: You're welcome!")
+    assert OfflineModel(50).complete(SYSTEM_PROMPT, prompt).text == NOTHING_TO_KEEP
 
 
 def test_offline_newer_sentence_replaces_same_subject() -> None:

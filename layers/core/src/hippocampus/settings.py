@@ -7,11 +7,19 @@ message that names the variable. Only the composition root reads these settings.
 
 from functools import lru_cache
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hippocampus.contracts.errors import ConfigurationError
-from hippocampus.contracts.names import LlmProviderName, TracingMode, default_model
+from hippocampus.contracts.names import (
+    CONDENSATION_IO_MARGIN_S,
+    CONDENSER_TIMEOUT_S,
+    LLM_TIMEOUTS_PER_CONDENSATION,
+    LlmProviderName,
+    TracingMode,
+    default_model,
+    max_llm_timeout_s,
+)
 
 ENV_PREFIX = "MEMORY_"
 
@@ -34,7 +42,7 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
     openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     llm_api_key_secret: str | None = None
-    llm_timeout_s: float = Field(20.0, gt=0, le=300)
+    llm_timeout_s: float = Field(20.0, gt=0)
 
     # Retention.
     ttl_days: int | None = Field(None, ge=1)
@@ -45,6 +53,17 @@ class Settings(BaseSettings):
     log_content: bool = False
     tracing: TracingMode | None = None
     aws_execution_env: str | None = Field(None, validation_alias=AliasChoices("AWS_EXECUTION_ENV"))
+
+    @field_validator("llm_timeout_s")
+    @classmethod
+    def _fits_the_condenser(cls, value: float) -> float:
+        # One user's worst case must fit the condenser's timeout (docs/configuration.md), as in infra/config.py.
+        if value > max_llm_timeout_s():
+            raise ValueError(
+                f"must be at most {max_llm_timeout_s():g}: {LLM_TIMEOUTS_PER_CONDENSATION} LLM timeouts plus "
+                f"{CONDENSATION_IO_MARGIN_S} s must fit in the condenser's {CONDENSER_TIMEOUT_S} s timeout"
+            )
+        return value
 
     @model_validator(mode="after")
     def _resolve_defaults(self) -> "Settings":

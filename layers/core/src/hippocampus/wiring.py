@@ -18,7 +18,6 @@ from hippocampus.adapters.tracing import make_tracing
 from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
-from hippocampus.contracts.names import condensation_budget_s
 from hippocampus.domain.reads import ReadService
 from hippocampus.settings import get_settings
 
@@ -119,7 +118,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         archive(),
         condenser,
         tracing,
-        user_budget_ms=int(condensation_budget_s(settings.llm_timeout_s) * 1000),
+        llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
     )
 
 

@@ -1,6 +1,7 @@
 """ArchiveStore on one S3 bucket: raw payloads (`raw/`) and summary history (`history/`), each with its own lifecycle."""
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from itertools import batched
@@ -16,12 +17,22 @@ from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX
 _VERSION_CEILING = 10**12
 
 
-def raw_key(tenant_id: str, user_id: str, request_id: str) -> str:
-    return f"{RAW_PREFIX}{tenant_id}/{user_id}/{request_id}.json"
+# `g000003/` in a key: the user's generation when the object was written.
+_GENERATION_SEGMENT = re.compile(r"/g(\d{6})/")
+
+
+def raw_key(tenant_id: str, user_id: str, generation: int, request_id: str) -> str:
+    return f"{RAW_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/{request_id}.json"
 
 
 def _user_prefixes(tenant_id: str, user_id: str) -> list[str]:
     return [f"{prefix}{tenant_id}/{user_id}/" for prefix in (RAW_PREFIX, HISTORY_PREFIX)]
+
+
+def _written_before(key: str, generation: int) -> bool:
+    """Whether an object belongs to a generation older than `generation` (a key without one does)."""
+    match = _GENERATION_SEGMENT.search(key)
+    return match is None or int(match.group(1)) < generation
 
 
 def _history_prefix(tenant_id: str, user_id: str, generation: int) -> str:
@@ -38,8 +49,10 @@ class S3Archive:
         self._bucket = bucket
         self._client = client
 
-    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
-        key = raw_key(tenant_id, user_id, request_id)
+    def put_raw(
+        self, tenant_id: str, user_id: str, generation: int, request_id: str, payload: Mapping[str, Any]
+    ) -> str:
+        key = raw_key(tenant_id, user_id, generation, request_id)
         self._put_json(key, payload)
         return key
 
@@ -68,13 +81,15 @@ class S3Archive:
             entries = list(pool.map(self._get_json, keys))
         return [HistoryVersion.model_validate(entry) for entry in entries if entry is not None]
 
-    def erase_user(self, tenant_id: str, user_id: str) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         paginator = self._client().get_paginator("list_objects_v2")
         for prefix in _user_prefixes(tenant_id, user_id):
+            # What the user's new life (this generation on) has written already stays.
             keys = [
                 {"Key": obj["Key"]}
                 for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix)
                 for obj in page.get("Contents", [])
+                if _written_before(obj["Key"], generation)
             ]
             for chunk in batched(keys, 1000):
                 response = self._client().delete_objects(

@@ -36,9 +36,13 @@ QUEUE_RETENTION_DAYS: Final = 4
 DLQ_RETENTION_DAYS: Final = 14
 
 # The worst case of one user's condensation, in LLM timeouts (two calls — the budget retry —
-# each retried once by the SDK), and the margin for its storage I/O.
+# each retried once by the adapter), and the margin for its storage I/O and the pauses before the
+# retries. The condenser also keeps the margin free after its last LLM call, for the conditional
+# write and the job updates (docs/architecture.md "The condenser").
 LLM_TIMEOUTS_PER_CONDENSATION: Final = 4
 CONDENSATION_IO_MARGIN_S: Final = 5
+# The LLM adapters' pause before their one retry of a call (it counts against the call's time).
+LLM_RETRY_PAUSE_S: Final = 0.5
 
 # Values of MEMORY_LLM_PROVIDER / cdk.json `llm_provider`, and of MEMORY_TRACING.
 LlmProviderName = Literal["openai", "bedrock", "offline"]

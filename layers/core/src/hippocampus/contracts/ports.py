@@ -50,8 +50,12 @@ class LanguageModel(Protocol):
 
     name: str
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
-        """One chat completion; raises on failure or timeout."""
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+        """One chat completion, its retry included; raises on failure or timeout.
+
+        With `timeout_s`, the whole call returns or raises within it: no attempt is started that
+        could not end in time (None: the provider's own timeout for each attempt).
+        """
         ...
 
 
@@ -112,8 +116,10 @@ class JobStore(Protocol):
 class ArchiveStore(Protocol):
     """Raw payloads of accepted items and past versions of the summary."""
 
-    def put_raw(self, tenant_id: str, user_id: str, request_id: str, payload: Mapping[str, Any]) -> str:
-        """Store a payload; return its key (carried by the queue messages)."""
+    def put_raw(
+        self, tenant_id: str, user_id: str, generation: int, request_id: str, payload: Mapping[str, Any]
+    ) -> str:
+        """Store a payload of the user's `generation`; return its key (carried by the queue messages)."""
         ...
 
     def get_raw(self, key: str) -> dict[str, Any] | None:
@@ -130,7 +136,9 @@ class ArchiveStore(Protocol):
 
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None: ...
 
-    def erase_user(self, tenant_id: str, user_id: str) -> None: ...
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+        """Erase the user's payloads and history of every generation before `generation`."""
+        ...
 
 
 class JobQueue(Protocol):

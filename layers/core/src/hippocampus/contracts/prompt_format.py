@@ -2,7 +2,7 @@
 
 Shared by the prompt builder of the domain and the offline model, which reads the fenced
 blocks back: the fence markers, the speaker labels, the item separator, the placeholders of
-a prompt template, and what counts as a word.
+a prompt template, the "nothing to keep" answer, and what counts as a word.
 """
 
 from typing import Final
@@ -12,6 +12,16 @@ OLD_MEMORY_BEGIN: Final = "<<<OLD_MEMORY>>>"
 OLD_MEMORY_END: Final = "<<<END_OLD_MEMORY>>>"
 NEW_CONTENT_BEGIN: Final = "<<<NEW_CONTENT>>>"
 NEW_CONTENT_END: Final = "<<<END_NEW_CONTENT>>>"
+# The user's name and the custom instructions come from the request like the content: data too.
+USER_NAME_BEGIN: Final = "<<<USER_NAME>>>"
+USER_NAME_END: Final = "<<<END_USER_NAME>>>"
+CUSTOM_INSTRUCTIONS_BEGIN: Final = "<<<CUSTOM_INSTRUCTIONS>>>"
+CUSTOM_INSTRUCTIONS_END: Final = "<<<END_CUSTOM_INSTRUCTIONS>>>"
+FENCED_BLOCKS: Final = ("OLD_MEMORY", "NEW_CONTENT", "USER_NAME", "CUSTOM_INSTRUCTIONS")
+
+# The answer the prompt asks for when nothing is worth keeping and the memory is empty, so an
+# empty answer is always a malfunction (docs/architecture.md "Condensation").
+NOTHING_TO_KEEP: Final = "NOTHING_TO_KEEP"
 
 USER_LABEL: Final = "User"
 ASSISTANT_LABEL: Final = "Assistant"

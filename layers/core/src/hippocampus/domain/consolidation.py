@@ -3,6 +3,8 @@
 Per user and batch: skip jobs already applied (the ledger) or superseded by a delete, make ONE
 LLM call for the rest, and write the new version conditionally on the version read, together
 with the applied-job ledger. A concurrent writer makes the write lose; we read again and retry.
+No LLM call runs past the invocation's deadline less the I/O margin, and no job whose message
+leaves for the DLQ is left `queued` or `processing` (docs/architecture.md "The condenser").
 """
 
 import time
@@ -11,10 +13,11 @@ from dataclasses import dataclass
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
 from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
-from hippocampus.contracts.names import DLQ_MAX_RECEIVE_COUNT
+from hippocampus.contracts.names import CONDENSATION_IO_MARGIN_S, DLQ_MAX_RECEIVE_COUNT, condensation_budget_s
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
+from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard, require_time_for_a_call
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.prompt import CondenseInput
 from hippocampus.observability import MetricName, logger, record_metric
@@ -50,7 +53,7 @@ class ConsolidationService:
         tracing: Tracing,
         clock: Clock = utc_now,
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
-        user_budget_ms: int = 0,
+        llm_timeout_s: float = 0.0,
     ) -> None:
         self._store = store
         self._jobs = jobs
@@ -60,29 +63,69 @@ class ConsolidationService:
         self._tracing = tracing
         self._clock = clock
         self._max_receive_count = max_receive_count
-        self._user_budget_ms = user_budget_ms
+        self._llm_timeout_s = llm_timeout_s
+        # A user is started with time for its worst case; on its last receive, for one LLM call.
+        self._user_budget_ms = condensation_budget_s(llm_timeout_s) * 1000
+        self._last_chance_ms = (llm_timeout_s + CONDENSATION_IO_MARGIN_S) * 1000
 
     def process_batch(
         self, items: Sequence[QueuedItem], remaining_ms: Callable[[], int] | None = None
     ) -> dict[str, Exception]:
         """Condense a batch; return the failure of each message that must be retried.
 
-        A user is started only with time for its worst case left (`user_budget_ms`): a timed-out
-        invocation would report nothing and leave its jobs `processing`. The first user always runs.
+        Users with the most receives go first (users are independent; each keeps its order). The
+        first user always runs; another starts when its worst case fits the time left, or, on its
+        last receive, when one LLM call does. A deferred record on its last receive fails its job.
         """
         failures: dict[str, Exception] = {}
-        for index, group in enumerate(_by_user(items)):
-            if index and remaining_ms is not None and remaining_ms() < self._user_budget_ms:
-                logger.info("deferring users to the next delivery", extra={"records": len(group)})
-                failures.update({item.message_id: Deferred() for item in group})
-                continue
-            try:
-                self.process_user(group)
-            except Exception as error:
-                failures.update({item.message_id: error for item in group})
+        groups = sorted(_by_user(items), key=lambda group: -max(item.receive_count for item in group))
+        last = {
+            item.message_id: (item.message.tenant_id, item.message.job_id)
+            for item in items
+            if self._is_last(item)
+        }
+        guard = LastReceiveGuard(self._jobs, last, remaining_ms)
+        try:
+            for index, group in enumerate(groups):
+                if index and not self._may_start(group, remaining_ms):
+                    self._defer(group)
+                    failures.update({item.message_id: Deferred() for item in group})
+                else:
+                    try:
+                        self.process_user(group, self._deadline(remaining_ms))
+                    except Exception as error:
+                        failures.update({item.message_id: error for item in group})
+                guard.settled(item.message_id for item in group)
+        finally:
+            guard.cancel()
         return failures
 
-    def process_user(self, items: Sequence[QueuedItem]) -> None:
+    def _is_last(self, item: QueuedItem) -> bool:
+        """The last receive: if this attempt does not settle the job, SQS moves the message to the DLQ."""
+        return item.receive_count >= self._max_receive_count
+
+    def _may_start(self, group: Sequence[QueuedItem], remaining_ms: Callable[[], int] | None) -> bool:
+        if remaining_ms is None:
+            return True
+        left_ms = remaining_ms()
+        if left_ms >= self._user_budget_ms:
+            return True
+        # Deferred, it would fail: its LLM calls are capped by the deadline, so it may run short.
+        return any(self._is_last(item) for item in group) and left_ms >= self._last_chance_ms
+
+    def _defer(self, group: Sequence[QueuedItem]) -> None:
+        logger.info("deferring a user to the next delivery", extra={"records": len(group)})
+        last = [item.message.job_id for item in group if self._is_last(item)]
+        if last:  # their messages move to the DLQ: the jobs must not stay open
+            self._jobs.set_job_status(group[0].message.tenant_id, last, "failed", OUT_OF_TIME)
+
+    def _deadline(self, remaining_ms: Callable[[], int] | None) -> Deadline | None:
+        """What the LLM calls may use: the time left, less the margin for the write and job updates."""
+        if remaining_ms is None:
+            return None
+        return Deadline(lambda: remaining_ms() / 1000 - CONDENSATION_IO_MARGIN_S, self._llm_timeout_s)
+
+    def process_user(self, items: Sequence[QueuedItem], deadline: Deadline | None = None) -> None:
         first = items[0].message
         # Every log line of this user's work carries its tenant and job ids (correlation ids).
         logger.append_keys(tenant_id=first.tenant_id, job_ids=[item.message.job_id for item in items])
@@ -93,7 +136,7 @@ class ConsolidationService:
             ):
                 pending = self._unapplied(items)
                 try:
-                    self._condense(pending)
+                    self._condense(pending, deadline)
                 except Exception as error:
                     self._report_failure(pending, error)
                     raise
@@ -119,7 +162,7 @@ class ConsolidationService:
             pending.append(item)
         return pending
 
-    def _condense(self, pending: list[QueuedItem]) -> None:
+    def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> None:
         for _ in range(WRITE_ATTEMPTS):
             if not pending:
                 return
@@ -129,8 +172,10 @@ class ConsolidationService:
             if not pending:
                 return
             job_ids = [item.message.job_id for item in pending]
+            # Checked before `processing`, so a job is never marked so with no time left to finish.
+            require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, job_ids, "processing")
-            if self._apply(pending, inputs, state):
+            if self._apply(pending, inputs, state, deadline):
                 return
             # Another writer won: the items it applied drop out, the rest are condensed again.
             record_metric(MetricName.VERSION_CONFLICTS)
@@ -147,8 +192,10 @@ class ConsolidationService:
         for item in pending:
             message = item.message
             if message.generation < state.generation:
-                # Deletion wins: the user was forgotten after this item was accepted.
+                # Deletion wins: the user was forgotten after this item was accepted. Its payload
+                # may have landed after the delete's sweep of raw/: it goes now.
                 self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
+                self._archive.delete_raw(message.raw_key)
                 record_metric(MetricName.JOBS_SKIPPED)
                 continue
             content = self._raw_item(message, raw_cache)
@@ -156,6 +203,7 @@ class ConsolidationService:
                 # Not deleted, yet its payload is gone (expired before a late redrive): say so.
                 failure = JobError(code="payload_missing", message="the accepted payload is no longer stored")
                 self._jobs.set_job_status(message.tenant_id, [message.job_id], "failed", failure)
+                logger.warning("accepted payload missing", extra={"job_id": message.job_id})
                 continue
             live.append(item)
             inputs.append(CondenseInput.from_item(content, message.item_id))
@@ -173,13 +221,19 @@ class ConsolidationService:
             return None
         return IngestItem.model_validate(stored[message.raw_index])
 
-    def _apply(self, pending: list[QueuedItem], inputs: list[CondenseInput], state: MemoryState) -> bool:
+    def _apply(
+        self,
+        pending: list[QueuedItem],
+        inputs: list[CondenseInput],
+        state: MemoryState,
+        deadline: Deadline | None,
+    ) -> bool:
         """One LLM call, one conditional write; False when another writer got there first."""
         tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
         job_ids = [item.message.job_id for item in pending]
         started = time.perf_counter()
         with self._tracing.span("llm.condense", tenant_id=tenant_id, job_id=job_ids[0]):
-            outcome = self._condenser().condense(state.memory, inputs)
+            outcome = self._condenser().condense(state.memory, inputs, deadline)
         record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
         record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
         record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
@@ -209,12 +263,16 @@ class ConsolidationService:
 
     def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
         record_metric(MetricName.CONDENSATIONS_FAILED)
-        code = error.code if isinstance(error, ServiceError) else "llm_or_dependency_error"
-        failure = JobError(code=code, message=f"{type(error).__name__}: condensation failed")
+        # A service error's message is ours (never content); any other names only the exception type.
+        if isinstance(error, ServiceError):
+            failure = JobError(code=error.code, message=str(error))
+        else:
+            failure = JobError(
+                code="llm_or_dependency_error", message=f"{type(error).__name__}: condensation failed"
+            )
         for item in pending:
-            last_attempt = item.receive_count >= self._max_receive_count
             # Until the last attempt the job stays queued (with the error) for SQS to redeliver.
-            status: JobStatus = "failed" if last_attempt else "queued"
+            status: JobStatus = "failed" if self._is_last(item) else "queued"
             self._jobs.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
         logger.warning("condensation failed", extra={"error_type": type(error).__name__})
 

@@ -10,6 +10,7 @@ from hippocampus.contracts.errors import (
 from hippocampus.contracts.models import HistoryVersion, MemoryBody
 from hippocampus.contracts.ports import ArchiveStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
+from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.reads import memory_body
@@ -47,6 +48,12 @@ class EditService:
                 f"memory has {words} words; the limit is {self._max_words}",
                 [{"field": "memory", "message": f"at most {self._max_words} words", "type": "limit"}],
             )
+        max_chars = max_memory_chars(self._max_words)
+        if len(text) > max_chars:
+            raise LimitExceeded(
+                f"memory has {len(text)} characters; the limit is {max_chars}",
+                [{"field": "memory", "message": f"at most {max_chars} characters", "type": "limit"}],
+            )
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
         if state.version != expected_version:
@@ -67,9 +74,9 @@ class EditService:
     def delete_memory(self, tenant_id: str, user_id: str) -> None:
         """The tombstone first (every queued item of the old generation is then skipped), then S3."""
         with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):
-            self._store.erase_user(tenant_id, user_id)
+            generation = self._store.erase_user(tenant_id, user_id)
         with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
-            self._archive.erase_user(tenant_id, user_id)
+            self._archive.erase_user(tenant_id, user_id, generation)
         record_metric(MetricName.DELETES)
         logger.info("user forgotten", extra={"tenant_id": tenant_id})
 

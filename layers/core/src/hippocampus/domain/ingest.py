@@ -1,9 +1,9 @@
 """Ingestion (POST …/memory): facts are stored at once, turns are queued for the condenser.
 
-Order matters for "deletion wins" (docs/architecture.md): the raw payload of the turns is stored
-*before* the user's memory item is read. A delete that listed raw/ before the payload landed had
-already written its tombstone, so this request then reads the new generation and its items
-belong to the user's life after the delete; no second look at the memory item is needed.
+"Deletion wins" (docs/architecture.md) with one read of the memory item: the raw payload is
+stored under the generation that read found, and a delete erases only the generations before its
+own. A payload of an old generation that lands after a delete listed raw/ is erased by the
+condenser, which skips its items (their messages carry the old generation).
 """
 
 import uuid
@@ -89,16 +89,21 @@ class IngestService:
         for index, item in enumerate(items):
             if item.infer:
                 turns[index] = _Turn(len(turns), item)
-        raw_key = self._store_raw(tenant_id, user_id, request_id, list(turns.values()))
+        needs_facts = len(turns) < len(items)
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=needs_facts)
+        if needs_facts:
+            check_fact_limits(items, facts)  # before anything is written: a 422 changes nothing
+        raw_key = self._store_raw(tenant_id, user_id, state.generation, request_id, list(turns.values()))
         queued: list[tuple[_Turn, Job]] = []
         try:
-            jobs, generation = self._accept(tenant_id, user_id, items, turns, queued)
+            jobs = self._accept(tenant_id, user_id, items, turns, state, queued)
         except Exception:
             self._undo(tenant_id, queued, raw_key)
             raise
         if queued:
             try:
-                self._send(tenant_id, user_id, queued, generation, raw_key)
+                self._send(tenant_id, user_id, queued, state.generation, raw_key)
             except Exception:
                 # Some messages may be on the queue already: they still need the payload.
                 self._undo(tenant_id, queued, None)
@@ -109,12 +114,14 @@ class IngestService:
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
         return JobsResponse(jobs=jobs)
 
-    def _store_raw(self, tenant_id: str, user_id: str, request_id: str, turns: list[_Turn]) -> str | None:
+    def _store_raw(
+        self, tenant_id: str, user_id: str, generation: int, request_id: str, turns: list[_Turn]
+    ) -> str | None:
         if not turns:
             return None
         payload = {"items": [turn.item.model_dump(mode="json") for turn in turns]}
         with self._tracing.span("s3.put_raw", tenant_id=tenant_id):
-            return self._archive.put_raw(tenant_id, user_id, request_id, payload)
+            return self._archive.put_raw(tenant_id, user_id, generation, request_id, payload)
 
     def _accept(
         self,
@@ -122,14 +129,10 @@ class IngestService:
         user_id: str,
         items: list[IngestItem],
         turns: dict[int, _Turn],
+        state: MemoryState,
         queued: list[tuple[_Turn, Job]],
-    ) -> tuple[list[Job], int]:
+    ) -> list[Job]:
         """Create every item's job and write the facts; new turn jobs go to `queued`, to be sent."""
-        needs_facts = len(turns) < len(items)
-        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
-            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=needs_facts)
-        if needs_facts:
-            check_fact_limits(items, facts)
         now = self._clock()
         jobs: list[Job] = []
         for index, item in enumerate(items):
@@ -143,7 +146,7 @@ class IngestService:
             else:
                 record_metric(MetricName.DUPLICATES_SKIPPED)
             jobs.append(job)
-        return jobs, state.generation
+        return jobs
 
     def _create_turn_job(
         self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime

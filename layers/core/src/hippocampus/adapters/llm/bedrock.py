@@ -3,12 +3,13 @@
 import threading
 from typing import Any
 
+from hippocampus.adapters.llm.attempts import call_in_time
 from hippocampus.contracts.ports import LlmResult
 
 TEMPERATURE = 0.1
-# The first call and one retry; SQS redelivery is the outer retry. (botocore's `max_attempts` counts
-# retries only — `max_attempts: 2` would mean three calls — so the total is given explicitly.)
-TOTAL_MAX_ATTEMPTS = 2
+# The first call and one retry, made by `call_in_time` (SQS redelivery is the outer retry): botocore
+# makes a single attempt, since it has no per-call timeout to keep a retry within the time left.
+RETRIES = 1
 
 
 class BedrockChat:
@@ -30,17 +31,29 @@ class BedrockChat:
                 config = Config(
                     connect_timeout=self._timeout_s,
                     read_timeout=self._timeout_s,
-                    retries={"total_max_attempts": TOTAL_MAX_ATTEMPTS, "mode": "standard"},
+                    retries={"total_max_attempts": 1, "mode": "standard"},
                 )
                 self._client = boto3.client("bedrock-runtime", config=config)
             return self._client
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
-        response = self.client().converse(
-            modelId=self.model,
-            system=[{"text": system}],
-            messages=[{"role": "user", "content": [{"text": prompt}]}],
-            inferenceConfig={"temperature": TEMPERATURE},
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+        def attempt(_seconds: float) -> Any:
+            # The client's read timeout bounds the attempt: botocore cannot shorten one call.
+            return self.client().converse(
+                modelId=self.model,
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": [{"text": prompt}]}],
+                inferenceConfig={"temperature": TEMPERATURE},
+            )
+
+        # An attempt is only started when a whole client timeout still fits in `timeout_s`.
+        response = call_in_time(
+            attempt,
+            attempt_timeout_s=self._timeout_s,
+            timeout_s=timeout_s,
+            retries=RETRIES,
+            is_transient=_is_transient,
+            min_attempt_s=self._timeout_s,
         )
         blocks = response.get("output", {}).get("message", {}).get("content", [])
         usage = response.get("usage", {})
@@ -49,3 +62,14 @@ class BedrockChat:
             prompt_tokens=int(usage.get("inputTokens", 0)),
             completion_tokens=int(usage.get("outputTokens", 0)),
         )
+
+
+def _is_transient(error: Exception) -> bool:
+    """What botocore's standard mode would retry: throttling, 5xx, connection errors and timeouts."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+
+    if isinstance(error, ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        return status == 429 or status >= 500
+    return isinstance(error, BotocoreConnectionError | HTTPClientError)

@@ -3,6 +3,7 @@
 It reads the fenced OLD_MEMORY / NEW_CONTENT blocks of the rendered prompt and merges them with simple
 rules: keep the old sentences, add the user's durable sentences (no greetings, thanks or questions),
 let a newer sentence replace an older one about the same subject, drop the oldest to fit the budget.
+Like the prompt asks of a real model, it answers NOTHING_TO_KEEP when the merge leaves nothing.
 """
 
 import re
@@ -13,6 +14,7 @@ from hippocampus.contracts.prompt_format import (
     ITEM_SEPARATOR,
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
+    NOTHING_TO_KEEP,
     OLD_MEMORY_BEGIN,
     OLD_MEMORY_END,
     USER_LABEL,
@@ -43,9 +45,10 @@ class OfflineModel:
     def __init__(self, max_words: int = 50) -> None:
         self.max_words = max_words
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
         old_memory, new_content = extract_blocks(prompt)
-        text = self.merge(old_memory, new_content)
+        # An empty answer would be a malfunction (docs/architecture.md "Condensation").
+        text = self.merge(old_memory, new_content) or NOTHING_TO_KEEP
         # No tokenizer offline: words stand in for tokens.
         return LlmResult(text, count_words(system) + count_words(prompt), count_words(text))
 

@@ -7,8 +7,9 @@ condenser pays for it, and only when it actually condenses.
 import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from hippocampus.adapters.llm.attempts import call_in_time
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.settings import Settings
@@ -20,6 +21,10 @@ SecretReader = Callable[[str], str]
 
 TEMPERATURE = 0.1
 MAX_RETRIES = 1  # SQS redelivery is the outer retry
+# An attempt can be shortened to fit the time left, but not below this: it could hardly succeed.
+MIN_ATTEMPT_S = 1.0
+# The statuses the SDK itself would retry (besides connection errors and timeouts).
+_TRANSIENT_STATUSES = frozenset({408, 409, 429})
 SECRET_MAX_AGE_S = 300
 _SECRET_JSON_KEYS = ("api_key", "apiKey", "OPENAI_API_KEY")
 
@@ -59,27 +64,58 @@ class OpenAIChat:
             if self._client is None:
                 from openai import OpenAI
 
+                # No SDK retries: `call_in_time` retries within the time the call is given.
                 self._client = OpenAI(
-                    api_key=self._api_key,
-                    base_url=self._base_url,
-                    timeout=self._timeout_s,
-                    max_retries=self._max_retries,
+                    api_key=self._api_key, base_url=self._base_url, timeout=self._timeout_s, max_retries=0
                 )
             return self._client
 
-    def complete(self, system: str, prompt: str) -> LlmResult:
-        response = self.client().chat.completions.create(
-            model=self.model,
-            temperature=TEMPERATURE,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+        def attempt(seconds: float) -> Any:
+            return self.client().chat.completions.create(
+                model=self.model,
+                temperature=TEMPERATURE,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                timeout=seconds,
+            )
+
+        response = call_in_time(
+            attempt,
+            attempt_timeout_s=self._timeout_s,
+            timeout_s=timeout_s,
+            retries=self._max_retries,
+            is_transient=_is_transient,
+            min_attempt_s=min(MIN_ATTEMPT_S, self._timeout_s),
         )
-        text = (response.choices[0].message.content or "") if response.choices else ""
-        usage = response.usage
-        return LlmResult(
-            text=text,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-        )
+        return _result(response)
+
+
+def _result(response: Any) -> LlmResult:
+    """Text and usage of a completion; a reply without choices, message or content is empty text.
+
+    Servers that merely claim compatibility send such replies with a 200, and the SDK does not
+    validate them: the condenser tells an empty answer from a real one.
+    """
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
+    content = getattr(message, "content", None)
+    usage = getattr(response, "usage", None)
+    return LlmResult(
+        text=content if isinstance(content, str) else "",
+        prompt_tokens=getattr(usage, "prompt_tokens", None) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", None) or 0,
+    )
+
+
+def _is_transient(error: Exception) -> bool:
+    """What the SDK would retry: connection errors, timeouts, 408, 409, 429 and 5xx."""
+    import openai
+
+    if isinstance(error, openai.APIConnectionError):  # timeouts included
+        return True
+    return isinstance(error, openai.APIStatusError) and (
+        error.status_code in _TRANSIENT_STATUSES or error.status_code >= 500
+    )
 
 
 def api_key_source(settings: Settings, secret_reader: SecretReader | None = None) -> str | Callable[[], str]:
