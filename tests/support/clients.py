@@ -1,6 +1,7 @@
 """A boto3 client stand-in that answers some operations itself: failures and races, injected."""
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -14,5 +15,107 @@ class ClientProxy:
     def intercept(self, operation: str, answer: Callable[..., Any]) -> None:
         self._overrides[operation] = answer
 
+    def restore(self, operation: str) -> None:
+        """Forward `operation` to the client again."""
+        self._overrides.pop(operation, None)
+
     def __getattr__(self, name: str) -> Any:
         return self._overrides.get(name) or getattr(self._client, name)
+
+
+def aws_error(code: str, operation: str, **response: Any) -> Exception:
+    """The `ClientError` botocore raises for an AWS error `code` (`response`: more fields, e.g. CancellationReasons)."""
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": f"injected {code}"}, **response}, operation)
+
+
+def fail(
+    proxy: "ClientProxy",
+    operation: str,
+    error: Exception,
+    times: int | None = None,
+    when: Callable[..., bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Make `operation` raise `error` (its first `times` calls, else every call; only the requests
+    `when(**request)` accepts, if given); returns the requests refused."""
+    refused: list[dict[str, Any]] = []
+    real = getattr(proxy._client, operation)
+
+    def answer(**request: Any) -> Any:
+        if (times is None or len(refused) < times) and (when is None or when(**request)):
+            refused.append(request)
+            raise error
+        return real(**request)
+
+    proxy.intercept(operation, answer)
+    return refused
+
+
+def proxied_service(
+    aws: Any, dynamodb: "ClientProxy", s3: "ClientProxy", sqs: "ClientProxy", model: Any
+) -> Any:
+    """The three functions composed as `hippocampus.wiring` does, but on the given (proxied) clients.
+
+    Returns a `tests.support.lambda_harness.Service` whose handlers use these adapters: a test makes
+    a dependency fail by intercepting an operation on a proxy, without patching any module.
+    """
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
+    from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+    from hippocampus.adapters.dynamodb_table import Table
+    from hippocampus.adapters.s3 import S3Archive
+    from hippocampus.adapters.sqs import SqsJobQueue
+    from hippocampus.adapters.tracing import NoTracing
+    from hippocampus.api import read_routes, write_routes
+    from hippocampus.api.entry import api_function
+    from hippocampus.api.idempotency import IdempotentIngest
+    from hippocampus.api.queue_batch import condenser_function
+    from hippocampus.domain.condenser import Condenser
+    from hippocampus.domain.consolidation import ConsolidationService
+    from hippocampus.domain.edits import EditService
+    from hippocampus.domain.ingest import IngestService
+    from hippocampus.domain.prompt import PromptTemplate
+    from hippocampus.domain.reads import ReadService
+    from hippocampus.settings import get_settings
+    from tests.support.lambda_harness import Service
+
+    settings = get_settings()
+    table = Table(aws.table_name, lambda: dynamodb)
+    memory = DynamoMemoryStore(table, settings.ttl_days, settings.job_retention_days)
+    jobs = DynamoJobStore(table, settings.job_retention_days)
+    archive = S3Archive(aws.bucket_name, lambda: s3)
+    queue = SqsJobQueue(aws.queue_url, lambda: sqs)
+    tracing = NoTracing()
+    reads = ReadService(memory, jobs, archive, tracing)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=aws.idempotency_table_name, boto3_client=boto3.client("dynamodb")
+    )
+    ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), persistence, 3600)
+    edits = EditService(memory, archive, tracing, settings.max_words)
+    condenser = Condenser(
+        model, settings.max_words, PromptTemplate.from_text(settings.condense_prompt), tracing=tracing
+    )
+    consolidation = ConsolidationService(
+        memory, jobs, archive, lambda: condenser, tracing, llm_timeout_s=settings.llm_timeout_s
+    )
+
+    service = Service(aws.queue_url, boto3.client("sqs"))
+    service.get_memory = SimpleNamespace(
+        lambda_handler=api_function(
+            [read_routes.router],
+            read_routes.direct_actions(lambda: reads),
+            {read_routes.read_service: lambda: reads},
+        )
+    )
+    service.ingest = SimpleNamespace(
+        lambda_handler=api_function(
+            [write_routes.router],
+            write_routes.direct_actions(lambda: ingest, lambda: edits),
+            {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+        )
+    )
+    service.condenser = SimpleNamespace(lambda_handler=condenser_function(lambda: consolidation))
+    return service

@@ -17,6 +17,7 @@ from hippocampus.adapters.dynamodb_table import (
     plain_item,
     values,
 )
+from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -85,16 +86,23 @@ class DynamoJobStore:
         self.retention_s = retention_days * DAY_S
 
     def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
-        put = job_put(self._table, job, generation, self.retention_s)["Put"]
-        try:
-            self._table.client().put_item(**put)
-            return job, True
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-        existing = self.get_job(job.tenant_id, job.job_id)
-        if existing is None or existing.status != "failed":
-            return existing or job, False
+        # A job that refused the put but is gone by the read (it expired in between) is put again:
+        # answering `job` unstored would report a queued job that exists nowhere and is never queued.
+        for _ in range(2):
+            put = job_put(self._table, job, generation, self.retention_s)["Put"]
+            try:
+                self._table.client().put_item(**put)
+                return job, True
+            except ClientError as error:
+                if not is_condition_failure(error):
+                    raise
+            existing = self.get_job(job.tenant_id, job.job_id)
+            if existing is not None:
+                break
+        else:
+            raise DependencyUnavailable(f"job {job.job_id} could not be created; send the item again")
+        if existing.status != "failed":
+            return existing, False
         return self._requeue_failed(job, generation)
 
     def _requeue_failed(self, job: Job, generation: int) -> tuple[Job, bool]:
