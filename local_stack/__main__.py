@@ -8,7 +8,7 @@ import sys
 import threading
 from types import FrameType
 
-from local_stack.runtime import FunctionError
+from local_stack.runtime import THROTTLE_WAIT_S, FunctionError
 from local_stack.stack import LocalStack, StackOptions
 
 DEFAULT_PORT = 3000
@@ -26,6 +26,16 @@ def _default_port() -> int:
     if not 0 <= port <= 65535:
         sys.exit(f"MEMORY_LOCAL_PORT must be between 0 and 65535, got {port}")
     return port
+
+
+def _default_throttle_wait() -> float:
+    raw = os.getenv("MEMORY_LOCAL_THROTTLE_WAIT_S", "")
+    if not raw.strip():
+        return THROTTLE_WAIT_S
+    try:
+        return float(raw)
+    except ValueError:
+        sys.exit(f"MEMORY_LOCAL_THROTTLE_WAIT_S must be a number of seconds, got {raw!r}")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,12 +60,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=4,
         help="concurrent executions per function, as Lambda instances (default: 4)",
     )
+    parser.add_argument(
+        "--throttle-wait",
+        type=float,
+        default=None,
+        help="seconds a request waits for a free execution environment before a 429 "
+        f"(default: $MEMORY_LOCAL_THROTTLE_WAIT_S or {THROTTLE_WAIT_S:g})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no access log")
     args = parser.parse_args(argv)
     if args.port is None:
         args.port = _default_port()
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if args.throttle_wait is None:
+        args.throttle_wait = _default_throttle_wait()
+    if args.throttle_wait < 0:
+        parser.error("--throttle-wait must not be negative")
     return args
 
 
@@ -99,7 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
 
     stack = LocalStack(
-        StackOptions(port=args.port, stage=args.stage, concurrency=args.concurrency, aws_port=args.aws_port)
+        StackOptions(
+            port=args.port,
+            stage=args.stage,
+            concurrency=args.concurrency,
+            aws_port=args.aws_port,
+            throttle_wait_s=args.throttle_wait,
+        )
     )
     try:
         stack.start()

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from local_stack.events import ApiRequest, api_gateway_event
 from local_stack.paths import LOOPBACK
-from local_stack.runtime import FunctionError
+from local_stack.runtime import FunctionError, Throttled
 
 # A Lambda request payload is limited to 6 MB (API Gateway itself accepts 10 MB).
 MAX_LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
@@ -29,6 +29,7 @@ MAX_LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
 # method, which API Gateway answers as MISSING_AUTHENTICATION_TOKEN: 404 in the deployed API's envelope.
 ROUTED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"})
 NO_ROUTE_MESSAGE = "No route matches this method and path (or the request is not signed with SigV4)."
+THROTTLED_MESSAGE = "Too many requests: slow down and retry."  # infra/api.py GATEWAY_ERRORS, THROTTLED
 
 log = logging.getLogger("local_stack.apigateway")
 
@@ -171,6 +172,11 @@ def no_route(request_id: str) -> HttpResponse:
     return gateway_error(HTTPStatus.NOT_FOUND, "not_found", NO_ROUTE_MESSAGE, request_id)
 
 
+def throttled(request_id: str) -> HttpResponse:
+    """A burst over the functions' concurrency (or the server's in-flight bound): THROTTLED, 429."""
+    return gateway_error(HTTPStatus.TOO_MANY_REQUESTS, "throttled", THROTTLED_MESSAGE, request_id)
+
+
 def request_too_large(request_id: str) -> HttpResponse:
     return gateway_error(
         HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large", "The request body is too large.", request_id
@@ -195,6 +201,8 @@ class ApiGateway:
         request_id = event["requestContext"]["requestId"]
         try:
             result = self._invoke(function, event)
+        except Throttled:
+            return throttled(request_id)
         except FunctionError:
             # The traceback is already logged; API Gateway answers an unhandled error with 502.
             return integration_failure(request_id)

@@ -2,7 +2,9 @@
 
 Requests are read as API Gateway accepts them (Content-Length or chunked bodies up to 10 MB;
 a larger one is answered 413, a malformed one 400, in the error envelope), whatever their
-method, each on its own thread, with one access log line per request.
+method, each on its own thread, with one access log line per request. At most
+`MAX_IN_FLIGHT` requests are served at once; one more is answered 429 at once (the envelope of
+API Gateway's THROTTLED), so a burst costs threads and memory bounded by that, not by its size.
 """
 
 import logging
@@ -14,13 +16,22 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from local_stack.apigateway import ApiGateway, HttpRequest, HttpResponse, gateway_error, request_too_large
+from local_stack.apigateway import (
+    ApiGateway,
+    HttpRequest,
+    HttpResponse,
+    gateway_error,
+    request_too_large,
+    throttled,
+)
 from local_stack.paths import LOOPBACK
 
 # API Gateway accepts payloads up to 10 MB.
 MAX_API_PAYLOAD_BYTES = 10 * 1024 * 1024
 # A refused body is still read (up to this much) so the client gets the answer, not a reset.
 MAX_DISCARDED_BYTES = 4 * MAX_API_PAYLOAD_BYTES
+# Well over what the functions can serve at once (each waits a bounded time for an environment).
+MAX_IN_FLIGHT = 64
 _HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
 
 log = logging.getLogger("local_stack.http_server")
@@ -36,6 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "hippocampus-local"
     sys_version = ""
     gateway: ApiGateway  # set on the subclass built by `ApiServer`
+    in_flight: threading.BoundedSemaphore  # likewise, shared by the server's threads
 
     def _serve(self) -> None:
         started = time.monotonic()
@@ -60,6 +72,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self.close_connection = True
             return gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", str(exc), str(uuid.uuid4()))
+        if not self.in_flight.acquire(blocking=False):
+            return throttled(str(uuid.uuid4()))
+        try:
+            return self._forward(body)
+        finally:
+            self.in_flight.release()
+
+    def _forward(self, body: bytes) -> HttpResponse:
         request = HttpRequest(
             method=self.command,
             target=self.path,
@@ -150,7 +170,8 @@ class ApiServer:
     """A threading HTTP server on loopback serving the API Gateway emulation."""
 
     def __init__(self, gateway: ApiGateway, host: str, port: int) -> None:
-        handler = type("ApiHandler", (_Handler,), {"gateway": gateway})
+        attributes = {"gateway": gateway, "in_flight": threading.BoundedSemaphore(MAX_IN_FLIGHT)}
+        handler = type("ApiHandler", (_Handler,), attributes)
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
 

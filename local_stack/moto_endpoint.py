@@ -8,6 +8,8 @@ the service relies on (docs/architecture.md "Local stack"):
   a failed transaction's rollback can restore a copy taken before another request's acknowledged
   write, and a copy can fail half-way ("dictionary changed size during iteration", a 500).
   DynamoDB itself applies each conditional write atomically; one lock gives moto the same.
+  With one request at a time, a transaction's rollback and a query need only the items they
+  touch, not the whole table (`moto_dynamodb.py`).
 """
 
 import logging
@@ -20,6 +22,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.sqs import models as sqs_models
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
 from local_stack.paths import LOOPBACK
 
 
@@ -112,6 +115,7 @@ class MotoEndpoint:
         # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
+        fix_moto_dynamodb_costs()
         app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Port 0: the server binds a free port itself (no race with another process).
         self._server = make_server(

@@ -7,7 +7,10 @@ the environment's lifetime. Here each function is a pool of worker processes:
 - a function scales to `concurrency` workers, created on demand and reused while warm;
 - the functions never share module state, as separate Lambda functions never do;
 - an invocation over the function's timeout kills its worker ("Task timed out"), and a
-  worker that dies is replaced on the next invocation.
+  worker that dies is replaced on the next invocation;
+- an invocation that finds every environment busy waits briefly for one, then is throttled
+  (`Throttled`, which API Gateway answers 429), as Lambda throttles at its concurrency limit,
+  so a burst is shed quickly instead of queueing until clients time out.
 
 Workers are fresh interpreters (`local_stack.lambda_worker`) that inherit this process's
 environment, ignore Ctrl-C (the parent stops them) and exit when the parent goes away.
@@ -31,6 +34,8 @@ from local_stack.lambda_context import LambdaContext, function_arn
 from local_stack.paths import REPO_ROOT
 
 STOP_GRACE_S = 1.0  # a busy environment is killed after this: a stopped stack forgets everything
+# Lambda throttles at once; a short wait absorbs the jitter of a few clients without queueing a burst.
+THROTTLE_WAIT_S = 2.0
 log = logging.getLogger("local_stack.runtime")
 
 
@@ -49,6 +54,10 @@ class LocalFunctionSpec:
 
 class FunctionError(RuntimeError):
     """The invocation failed as Lambda reports it: an unhandled error, a timeout, a failed init."""
+
+
+class Throttled(FunctionError):
+    """Every execution environment stayed busy for `THROTTLE_WAIT_S`: Lambda's TooManyRequestsException."""
 
 
 # --- the parent side ------------------------------------------------------------------------------
@@ -117,8 +126,11 @@ class _Worker:
 class LocalFunction:
     """One function: up to `concurrency` execution environments, each serving one event at a time."""
 
-    def __init__(self, spec: LocalFunctionSpec, concurrency: int) -> None:
+    def __init__(
+        self, spec: LocalFunctionSpec, concurrency: int, throttle_wait_s: float = THROTTLE_WAIT_S
+    ) -> None:
         self.spec = spec
+        self.throttle_wait_s = throttle_wait_s
         self.arn = function_arn(spec.region, spec.function_name)
         self._slots = threading.BoundedSemaphore(concurrency)
         self._idle: list[_Worker] = []
@@ -128,10 +140,14 @@ class LocalFunction:
         self._closed = False
         self.cold_starts = 0
         self.invocations = 0
+        self.throttles = 0
 
     def invoke(self, event: dict[str, Any]) -> Any:
         """The handler's response to `event`; FunctionError when Lambda would report an error."""
-        with self._slots:
+        if not self._slots.acquire(timeout=self.throttle_wait_s):
+            self.throttles += 1
+            raise Throttled(f"{self.spec.name}: Rate Exceeded (concurrency limit reached)")
+        try:
             worker = self._take()
             healthy = False
             try:
@@ -143,6 +159,8 @@ class LocalFunction:
                 raise
             finally:
                 self._give_back(worker, healthy)
+        finally:
+            self._slots.release()
 
     def warm_up(self) -> float:
         """Start one environment now (so a broken handler fails at start-up); its init time in ms."""

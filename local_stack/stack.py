@@ -17,7 +17,7 @@ from local_stack.event_source import SqsEventSource
 from local_stack.http_server import ApiServer
 from local_stack.moto_endpoint import MotoEndpoint
 from local_stack.paths import FUNCTIONS_DIR, LOOPBACK
-from local_stack.runtime import LocalFunction, LocalFunctionSpec
+from local_stack.runtime import THROTTLE_WAIT_S, LocalFunction, LocalFunctionSpec
 
 log = logging.getLogger("local_stack")
 
@@ -30,6 +30,7 @@ class StackOptions:
     aws_port: int = 0
     stage: str = "local"
     concurrency: int = 4
+    throttle_wait_s: float = THROTTLE_WAIT_S
     functions_dir: Path = FUNCTIONS_DIR
     # The user's environment; None: this process's environment.
     environment: Mapping[str, str] | None = None
@@ -100,7 +101,7 @@ class LocalStack:
                 memory_mb=function.memory_mb,
                 region=region,
             )
-            self.functions[name] = LocalFunction(spec, self.options.concurrency)
+            self.functions[name] = LocalFunction(spec, self.options.concurrency, self.options.throttle_wait_s)
         # One environment of each function now, in parallel: a broken handler fails at start-up with
         # its traceback, and the first requests find warm environments.
         with ThreadPoolExecutor(max_workers=len(self.functions)) as pool:

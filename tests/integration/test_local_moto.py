@@ -8,6 +8,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from moto.dynamodb.models.table import Table
 
 from local_stack.moto_endpoint import MotoEndpoint
 
@@ -119,3 +120,90 @@ def test_a_failed_transaction_never_undoes_nor_breaks_another_request(dynamodb):
         loser.join()
     lost = [k for k in acknowledged if "Item" not in dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": k}})]
     assert (lost, failures) == ([], [])
+
+
+# --- a transaction's rollback and a query touch only their items (local_stack/moto_dynamodb.py) ------
+
+
+def _text(dynamodb: Any, table: str, key: dict[str, Any]) -> str | None:
+    item = dynamodb.get_item(TableName=table, Key=key).get("Item")
+    return None if item is None else str(item["text"]["S"])
+
+
+@pytest.fixture(scope="module")
+def ranged(dynamodb: Any) -> str:
+    """A table with a sort key, as the memory table has."""
+    dynamodb.create_table(
+        TableName="ranged",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    )
+    for n in range(3):
+        dynamodb.put_item(
+            TableName="ranged", Item={"pk": {"S": "u"}, "sk": {"S": f"v{n}"}, "text": {"S": f"old {n}"}}
+        )
+    return "ranged"
+
+
+def _writes(ranged: str, fail: bool) -> list[dict[str, Any]]:
+    return [
+        {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "created"}, "text": {"S": "new"}}}},
+        {"Put": {"TableName": ranged, "Item": {"pk": {"S": "u"}, "sk": {"S": "v9"}, "text": {"S": "new"}}}},
+        {"Put": {"TableName": ranged, "Item": {"pk": {"S": "u"}, "sk": {"S": "v0"}, "text": {"S": "new"}}}},
+        {
+            "Update": {
+                "TableName": ranged,
+                "Key": {"pk": {"S": "u"}, "sk": {"S": "v1"}},
+                "UpdateExpression": "SET #t = :t",
+                "ExpressionAttributeNames": {"#t": "text"},
+                "ExpressionAttributeValues": {":t": {"S": "new"}},
+            }
+        },
+        {"Delete": {"TableName": ranged, "Key": {"pk": {"S": "u"}, "sk": {"S": "v2"}}}},
+        {
+            "ConditionCheck": {
+                "TableName": TABLE,
+                "Key": {"pk": {"S": "f0"}},
+                "ConditionExpression": "attribute_not_exists(pk)" if fail else "attribute_exists(pk)",
+            }
+        },
+    ]
+
+
+def _state(dynamodb: Any, ranged: str) -> list[str | None]:
+    keys = [{"pk": {"S": "u"}, "sk": {"S": sk}} for sk in ("v0", "v1", "v2", "v9")]
+    return [_text(dynamodb, TABLE, {"pk": {"S": "created"}})] + [_text(dynamodb, ranged, k) for k in keys]
+
+
+def test_a_failed_transaction_leaves_every_item_as_it_was(dynamodb, ranged, monkeypatch):
+    copied: list[str] = []
+    # moto used to deep-copy each table for the rollback: O(table size) per transaction.
+    monkeypatch.setattr(Table, "__deepcopy__", lambda table, memo: copied.append(table.name), raising=False)
+    with pytest.raises(ClientError) as failure:
+        dynamodb.transact_write_items(TransactItems=_writes(ranged, fail=True))
+    assert failure.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert _state(dynamodb, ranged) == [None, "old 0", "old 1", "old 2", None]
+    page = dynamodb.query(
+        TableName=ranged, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": "u"}}
+    )
+    assert [item["sk"]["S"] for item in page["Items"]] == ["v0", "v1", "v2"]
+    assert copied == []
+
+
+def test_a_successful_transaction_applies_every_write_without_copying_a_table(dynamodb, ranged, monkeypatch):
+    copied: list[str] = []
+    monkeypatch.setattr(Table, "__deepcopy__", lambda table, memo: copied.append(table.name), raising=False)
+    dynamodb.transact_write_items(TransactItems=_writes(ranged, fail=False))
+    assert _state(dynamodb, ranged) == ["new", "new", "new", None, "new"]
+    page = dynamodb.query(
+        TableName=ranged,
+        KeyConditionExpression="pk = :u AND sk > :v",
+        ExpressionAttributeValues={":u": {"S": "u"}, ":v": {"S": "v0"}},
+        ScanIndexForward=False,
+    )
+    assert [item["sk"]["S"] for item in page["Items"]] == ["v9", "v1"]
+    assert copied == []

@@ -1,0 +1,120 @@
+"""moto's DynamoDB at a per-request cost that does not grow with the table (docs/architecture.md "Local stack").
+
+moto 5.2 has two costs that are O(table size) per request, which made the local stack's memory
+(and its latency) grow with the data it holds:
+- `transact_write_items` deep-copies every table it touches, for its rollback: at a few thousand
+  items, every transaction copies megabytes, and concurrent ones ran out of memory;
+- a table query sorts every item of the table before keeping the partition's.
+
+Since `SerializedDynamoDB` runs one DynamoDB request at a time, a transaction's rollback needs only
+the items it targets: they are snapshotted before it runs and put back if it fails. A query on the
+table's own key looks at its partition only. Both keep moto's answers as they were.
+"""
+
+import copy
+import types
+from collections.abc import Callable
+from typing import Any
+
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import Table
+
+_Target = tuple[Table, DynamoType, DynamoType | None]
+
+
+def _deepcopy_but_tables(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    # moto's module deep-copies a Table only for the transaction rollback, which is done per item here.
+    return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+
+def _targets(backend: Any, transact_items: list[dict[str, Any]]) -> list[_Target]:
+    """The (table, hash, range) of every item the transaction may write; unknown tables and bad keys
+    are skipped (moto refuses them before writing anything for that operation)."""
+    targets: list[_Target] = []
+    for entry in transact_items:
+        for op_type, op in entry.items():
+            table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+            if table is None:
+                continue
+            attrs = op.get("Item") if op_type == "Put" else op.get("Key")
+            if not isinstance(attrs, dict) or table.hash_key_attr not in attrs:
+                continue
+            try:
+                hash_value = DynamoType(attrs[table.hash_key_attr])
+                range_attr = table.range_key_attr
+                range_value = DynamoType(attrs[range_attr]) if range_attr and range_attr in attrs else None
+            except (TypeError, AttributeError, IndexError, KeyError, ValueError):
+                continue
+            if range_attr and range_value is None:
+                continue
+            targets.append((table, hash_value, range_value))
+    return targets
+
+
+def _stored(table: Table, hash_value: DynamoType, range_value: DynamoType | None) -> Any:
+    # Not `table.get_item`: on a range-key table, its lookup inserts an empty partition.
+    partition = table.items.get(hash_value)
+    if range_value is None:
+        return partition
+    return partition.get(range_value) if partition is not None else None
+
+
+def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | None, item: Any) -> None:
+    if range_value is None:
+        if item is None:
+            table.items.pop(hash_value, None)
+        else:
+            table.items[hash_value] = item
+        return
+    partition = table.items.setdefault(hash_value, {})
+    if item is None:
+        partition.pop(range_value, None)
+        if not partition:
+            table.items.pop(hash_value, None)
+    else:
+        partition[range_value] = item
+
+
+def _item_rollback(original: Callable[..., None]) -> Callable[..., None]:
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        snapshot = [(target, copy.deepcopy(_stored(*target))) for target in _targets(self, transact_items)]
+        try:
+            original(self, transact_items)
+        except BaseException:
+            # Newest first: an item named twice (moto then refuses the transaction) gets its first state.
+            for (table, hash_value, range_value), item in reversed(snapshot):
+                _restore(table, hash_value, range_value, item)
+            raise
+
+    return transact_write_items
+
+
+def _partition_query(original: Callable[..., Any]) -> Any:
+    def query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("index_name") or hash_key is None:
+            return original(self, hash_key, *args, **kwargs)
+        # moto keeps the items of `all_items()` in the partition, then sorts them by range key: give it
+        # the partition only (the instance attribute shadows the method for this one request).
+        table: Any = self
+        partition = table.items.get(hash_key)
+        items = [] if partition is None else list(partition.values()) if table.range_key_attr else [partition]
+        table.all_items = lambda: items
+        try:
+            return original(self, hash_key, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    return query
+
+
+def fix_moto_dynamodb_costs() -> None:
+    """Install both fixes once (they rely on `SerializedDynamoDB`: one DynamoDB request at a time)."""
+    backend_class: Any = dynamodb_models.DynamoDBBackend
+    if getattr(backend_class, "_hippocampus_cost_fix", False):
+        return
+    setattr(dynamodb_models, "copy", types.SimpleNamespace(deepcopy=_deepcopy_but_tables))  # noqa: B010
+    backend_class.transact_write_items = _item_rollback(backend_class.transact_write_items)
+    table_class: Any = Table
+    table_class.query = _partition_query(table_class.query)
+    backend_class._hippocampus_cost_fix = True
