@@ -18,7 +18,6 @@ count (the options) and time (`--max-seconds`). Defaults finish in well under a 
 """
 
 import argparse
-import os
 import statistics
 import tempfile
 import threading
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import requests
 
-from tests.e2e.e2e_support import Api, LocalStackProcess, marker, stub_reply, unique
+from tests.e2e.e2e_support import Api, LocalStackProcess, marker, stub_reply, stub_stack_environment, unique
 from tests.support.openai_stub import OpenAIStub
 
 POLL_S = 0.02
@@ -233,18 +232,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline-users", type=int, default=4, help="users of the one-client baseline")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="bound of each run (default 60)")
     args = parser.parse_args(argv)
-    environment = {
-        name: value
-        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
-        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
-    }
     with OpenAIStub(stub_reply) as stub, tempfile.TemporaryDirectory() as tmp:
-        environment.update(
-            {"MEMORY_LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "bench"}
-        )
+        environment = stub_stack_environment(stub.base_url)
         stack = LocalStackProcess(Path(tmp) / "stack.log", environment, concurrency=args.concurrency).start()
         try:
-            pid = stack._process.pid if stack._process else os.getpid()
+            pid = stack.pid
             started_rss = tree_rss_bytes(pid)
             run: Callable[[int, int], Run] = lambda users, clients: load(  # noqa: E731
                 stack.url, users, args.items, clients, args.batch, args.max_seconds

@@ -9,14 +9,22 @@ Prints:
 Figures only, no assertions: `make bench` runs it.
 """
 
-import os
 import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.e2e.e2e_support import MARKER, Api, LocalStackProcess, marker, stub_calls_with, stub_reply, unique
+from tests.e2e.e2e_support import (
+    MARKER,
+    Api,
+    LocalStackProcess,
+    marker,
+    stub_calls_with,
+    stub_reply,
+    stub_stack_environment,
+    unique,
+)
 from tests.support.openai_stub import OpenAIStub
 
 TURNS = 30
@@ -75,15 +83,8 @@ def burst(api: Api, stub: OpenAIStub, tenant: str, one_request: bool) -> tuple[i
 
 
 def main() -> None:
-    environment = {
-        name: value
-        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
-        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
-    }
     with OpenAIStub(stub_reply) as stub, tempfile.TemporaryDirectory() as tmp:
-        environment.update(
-            {"MEMORY_LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "bench"}
-        )
+        environment = stub_stack_environment(stub.base_url)
         stack = LocalStackProcess(Path(tmp) / "stack.log", environment, concurrency=4).start()
         try:
             api = Api(stack.url)

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, unique
+from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, stub_stack_environment, unique
 
 from tests.support.openai_stub import OpenAIStub
 
@@ -19,21 +19,7 @@ STUB_ONLY = "needs the local OpenAI stub (MEMORY_API_URL targets a deployed stac
 
 
 def _stack_environment(stub: OpenAIStub) -> dict[str, str]:
-    environment = {
-        name: value
-        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
-        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
-    }
-    environment.update(
-        {
-            "MEMORY_LLM_PROVIDER": "openai",
-            "OPENAI_BASE_URL": stub.base_url,
-            "OPENAI_API_KEY": "test",
-            "MEMORY_LLM_TIMEOUT_S": "5",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    return environment
+    return stub_stack_environment(stub.base_url, MEMORY_LLM_TIMEOUT_S="5", PYTHONUNBUFFERED="1")
 
 
 @pytest.fixture(scope="session")

@@ -60,6 +60,21 @@ def wait_for[T](
         time.sleep(interval_s)
 
 
+def stub_stack_environment(stub_url: str, **settings: str) -> dict[str, str]:
+    """A local stack's environment with the OpenAI-compatible stub at `stub_url` as its LLM: this
+    process's environment without the developer's own MEMORY_, OPENAI_, AWS_ and POWERTOOLS_
+    variables (the child still inherits PATH, HOME, ...), plus `settings`."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
+        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
+    }
+    environment.update(
+        {"MEMORY_LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub_url, "OPENAI_API_KEY": "test", **settings}
+    )
+    return environment
+
+
 class LocalStackProcess:
     """`python -m local_stack --port 0` in its own process group, its output in a log file."""
 
@@ -70,6 +85,12 @@ class LocalStackProcess:
         self.url = ""
         self.aws_endpoint = ""
         self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        """The stack's own process (its workers are its children)."""
+        assert self._process is not None, "start() first"
+        return self._process.pid
 
     def start(self, timeout_s: float = 90.0) -> "LocalStackProcess":
         with self.log_path.open("wb") as log:

@@ -5,14 +5,13 @@ A stack of its own, with one execution environment per function and a short wait
 concurrent clients is a 202 or API Gateway's THROTTLED envelope (docs/architecture.md "Local stack").
 """
 
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
-from e2e_support import Api, LocalStackProcess, assert_envelope, unique
+from e2e_support import Api, LocalStackProcess, assert_envelope, stub_stack_environment, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -23,19 +22,7 @@ BURST = 60
 def narrow_stack(stub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackProcess]:
     if stub is None:
         pytest.skip("starts a local stack of its own")
-    environment = {
-        name: value
-        for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
-        if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
-    }
-    environment.update(
-        {
-            "MEMORY_LLM_PROVIDER": "openai",
-            "OPENAI_BASE_URL": stub.base_url,
-            "OPENAI_API_KEY": "test",
-            "MEMORY_LOCAL_THROTTLE_WAIT_S": "0.2",
-        }
-    )
+    environment = stub_stack_environment(stub.base_url, MEMORY_LOCAL_THROTTLE_WAIT_S="0.2")
     log_path = Path(tmp_path_factory.mktemp("narrow")) / "stack.log"
     process = LocalStackProcess(log_path, environment, concurrency=1).start()
     try:

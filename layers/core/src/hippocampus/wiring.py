@@ -26,10 +26,16 @@ if TYPE_CHECKING:
 
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
-    from hippocampus.contracts.ports import JobQueue, LanguageModel
+    from hippocampus.contracts.ports import JobQueue, LanguageModel, Tracing
     from hippocampus.domain.consolidation import ConsolidationService
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.ingest import IngestService
+
+
+@lru_cache(maxsize=1)
+def _tracing() -> "Tracing":
+    """The write side's tracer, one per process (the read path builds its own, without the X-Ray SDK)."""
+    return make_tracing(get_settings().tracing_mode)
 
 
 @lru_cache(maxsize=1)
@@ -71,7 +77,7 @@ def job_queue() -> "JobQueue":
 def ingest_service() -> "IngestService":
     from hippocampus.domain.ingest import IngestService
 
-    tracing = make_tracing(get_settings().tracing_mode)
+    tracing = _tracing()
     return IngestService(memory_store(), job_store(), archive(), job_queue, tracing)
 
 
@@ -93,7 +99,7 @@ def edit_service() -> "EditService":
     from hippocampus.domain.edits import EditService
 
     settings = get_settings()
-    return EditService(memory_store(), archive(), make_tracing(settings.tracing_mode), settings.max_words)
+    return EditService(memory_store(), archive(), _tracing(), settings.max_words)
 
 
 def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
@@ -104,7 +110,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
 
     settings = get_settings()
     template = PromptTemplate.from_text(settings.condense_prompt)  # an unknown placeholder fails here
-    tracing = make_tracing(settings.tracing_mode)
+    tracing = _tracing()
 
     @lru_cache(maxsize=1)
     def condenser() -> Condenser:
@@ -171,6 +177,7 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
 def reset() -> None:
     """Forget every cached object (tests switch environments and endpoints)."""
     for cached in (
+        _tracing,
         _table,
         memory_store,
         job_store,

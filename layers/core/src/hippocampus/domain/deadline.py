@@ -17,14 +17,17 @@ from hippocampus.observability import logger
 
 # How long before the deadline the guard fails the open jobs (a few job updates).
 GUARD_LEAD_S = 2.0
-OUT_OF_TIME = JobError(
-    code="condensation_timeout",
-    message="the condenser ran out of time on the item's last attempt; send the item again",
-)
 
 
 class OutOfTime(ServiceError):
     code = "condensation_timeout"
+
+
+# What a job says when its last attempt ran out of time (deferred, or caught by the guard).
+OUT_OF_TIME = JobError(
+    code=OutOfTime.code,
+    message="the condenser ran out of time on the item's last attempt; send the item again",
+)
 
 
 @dataclass(frozen=True)
