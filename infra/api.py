@@ -28,6 +28,7 @@ _OPTIONAL_PARAMETERS: Final = {
     ("POST", "/memory"): ("method.request.header.Idempotency-Key",),
     ("PUT", "/memory"): ("method.request.header.If-Match",),
     ("GET", "/history"): ("method.request.querystring.limit",),
+    ("GET", "/export"): ("method.request.querystring.cursor",),
 }
 
 

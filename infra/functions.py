@@ -168,7 +168,6 @@ class Functions(Construct):
             config,
             ResourceNames(
                 table=storage.table.table_name,
-                idempotency_table=storage.idempotency_table.table_name,
                 bucket=storage.bucket.bucket_name,
                 queue_url=queueing.queue.queue_url,
             ),
@@ -227,13 +226,14 @@ class Functions(Construct):
     def _grant_get_memory(self, storage: Storage) -> None:
         role = self.by_name["get_memory"].role
         storage.table.grant_read_data(role)
+        # The export gives back the turns as sent (raw/) besides the history.
         self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:GetObject"])
-        self._list(role, storage.bucket, [schema.HISTORY_PREFIX])
+        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
+        self._list(role, storage.bucket, [schema.HISTORY_PREFIX, schema.RAW_PREFIX])
 
     def _grant_ingest(self, storage: Storage, queueing: Queueing) -> None:
         role = self.by_name["ingest"].role
         storage.table.grant_read_write_data(role)
-        storage.idempotency_table.grant_read_write_data(role)
         self._objects(
             role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
         )

@@ -97,12 +97,6 @@ MEMORY_TABLE: Final = TableSpec(
     ttl_attribute=names.TABLE_TTL_ATTRIBUTE,
     deletion_protection=True,
 )
-# Powertools idempotency records of the Idempotency-Key header (its default attribute names).
-IDEMPOTENCY_TABLE: Final = TableSpec(
-    base_name=names.IDEMPOTENCY_TABLE_NAME,
-    partition_key=names.IDEMPOTENCY_PARTITION_KEY,
-    ttl_attribute=names.IDEMPOTENCY_TTL_ATTRIBUTE,
-)
 
 
 def archive_bucket(config: DeploymentConfig) -> BucketSpec:
@@ -140,5 +134,5 @@ INGEST_QUEUE: Final = QueueSpec(
 )
 
 # Everything the local stack creates; a dead-letter queue comes before the queue that uses it.
-TABLES: Final = (MEMORY_TABLE, IDEMPOTENCY_TABLE)
+TABLES: Final = (MEMORY_TABLE,)
 QUEUES: Final = (DEAD_LETTER_QUEUE, INGEST_QUEUE)

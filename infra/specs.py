@@ -39,7 +39,7 @@ FUNCTION_SPECS: Final = (
         "ingest",
         "Hippocampus write path: ingest items, replace or delete a memory, delete a fact.",
         memory_mb=1024,
-        timeout_s=15,
+        timeout_s=schema.INGEST_TIMEOUT_S,
         layers=("deps", "xray", "core"),
     ),
     FunctionSpec(
@@ -58,7 +58,6 @@ class ResourceNames:
     """The resources the functions are told about (names, or tokens that resolve to them)."""
 
     table: str
-    idempotency_table: str
     bucket: str
     queue_url: str
 
@@ -80,11 +79,7 @@ def function_environments(
     }
     if config.memory_ttl_days is not None:
         common["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
-    ingest = {
-        **common,
-        "MEMORY_QUEUE_URL": resources.queue_url,
-        "MEMORY_IDEMPOTENCY_TABLE_NAME": resources.idempotency_table,
-    }
+    ingest = {**common, "MEMORY_QUEUE_URL": resources.queue_url}
     condenser = {
         **common,
         "MEMORY_LLM_PROVIDER": config.llm_provider,

@@ -87,8 +87,10 @@ class HippocampusStack(cdk.Stack):
             "IngestFunctionArn": (functions.ingest.function_arn, "Write function ARN"),
             "CondenserFunctionName": (functions.condenser.function_name, "Condenser function"),
             "CondenserFunctionArn": (functions.condenser.function_arn, "Condenser function ARN"),
-            "TableName": (self.storage.table.table_name, "Memory table"),
-            "IdempotencyTableName": (self.storage.idempotency_table.table_name, "Idempotency table"),
+            "TableName": (
+                self.storage.table.table_name,
+                "Memory table (memory, facts, jobs, Idempotency-Key records)",
+            ),
             "BucketName": (self.storage.bucket.bucket_name, "Archive bucket (raw/ and history/)"),
             "QueueName": (self.queueing.queue.queue_name, "Ingest FIFO queue"),
             "QueueUrl": (self.queueing.queue.queue_url, "Ingest FIFO queue URL"),

@@ -1,4 +1,4 @@
-"""Storage: the memory table, the idempotency table and the archive bucket (plus its access-log bucket).
+"""Storage: the memory table (Idempotency-Key records included) and the archive bucket (plus its access-log bucket).
 
 What each resource is comes from `infra.resources`, which the local stack provisions from too;
 this module maps those specs onto CDK constructs.
@@ -39,9 +39,6 @@ class Storage(Construct):
         removal = removal_policy(config)
         destroy = config.removal_policy == "destroy"
         self.table = _table(self, "MemoryTable", resources.MEMORY_TABLE, removal, destroy)
-        self.idempotency_table = _table(
-            self, "IdempotencyTable", resources.IDEMPOTENCY_TABLE, removal, destroy
-        )
         self.access_log_bucket = _secure_bucket(self, "AccessLogBucket", resources.ACCESS_LOG_BUCKET, removal)
         self.bucket = _secure_bucket(
             self,

@@ -30,7 +30,6 @@ class Resources:
 
     region: str
     table_name: str
-    idempotency_table_name: str
     bucket_name: str
     queue_url: str
     queue_arn: str
@@ -70,7 +69,6 @@ def provision(endpoint_url: str | None, region: str, config: DeploymentConfig) -
     return Resources(
         region=region,
         table_name=specs.MEMORY_TABLE.name(LOCAL_STAGE),
-        idempotency_table_name=specs.IDEMPOTENCY_TABLE.name(LOCAL_STAGE),
         bucket_name=bucket.name(LOCAL_STAGE),
         queue_url=queue_url,
         queue_arn=queue_arn,

@@ -35,7 +35,6 @@ NOT_FROM_THE_DEPLOYMENT = frozenset(
         "OPENAI_BASE_URL",
         "MEMORY_LOG_CONTENT",
         "MEMORY_TABLE_NAME",
-        "MEMORY_IDEMPOTENCY_TABLE_NAME",
         "MEMORY_BUCKET_NAME",
         "MEMORY_QUEUE_URL",
     }
@@ -45,9 +44,7 @@ NOT_FROM_THE_DEPLOYMENT = frozenset(
 def load() -> Deployment:
     """The deployment as cdk.json declares it."""
     config = config_from_cdk_json()
-    deployed = function_environments(
-        config, ResourceNames(table="", idempotency_table="", bucket="", queue_url="")
-    )
+    deployed = function_environments(config, ResourceNames(table="", bucket="", queue_url=""))
     environment = {
         name: value
         for variables in deployed.values()

@@ -68,7 +68,6 @@ def runtime_environment(
             "AWS_DEFAULT_REGION": resources.region,
             # What the CDK app sets: the resources of this stack.
             "MEMORY_TABLE_NAME": resources.table_name,
-            "MEMORY_IDEMPOTENCY_TABLE_NAME": resources.idempotency_table_name,
             "MEMORY_BUCKET_NAME": resources.bucket_name,
             "MEMORY_QUEUE_URL": resources.queue_url,
             # No instance metadata service on a workstation: do not wait for one.

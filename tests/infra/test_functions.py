@@ -67,7 +67,7 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
     }
     only: dict[str, dict[str, object]] = {
         "get_memory": {"MEMORY_QUEUE_URL": Match.absent(), "MEMORY_LLM_PROVIDER": Match.absent()},
-        "ingest": {"MEMORY_QUEUE_URL": Match.any_value(), "MEMORY_IDEMPOTENCY_TABLE_NAME": Match.any_value()},
+        "ingest": {"MEMORY_QUEUE_URL": Match.any_value(), "MEMORY_IDEMPOTENCY_TABLE_NAME": Match.absent()},
         "condenser": {
             "MEMORY_LLM_PROVIDER": "offline",
             "MEMORY_LLM_MODEL": Match.absent(),  # offline: no model
@@ -148,10 +148,10 @@ def prefixes(*values: str) -> str:
     return ' if {"StringLike": {"s3:prefix": [' + listed + "]}}"
 
 
-def test_get_memory_reads_memories_and_history_only(default_synth: Synth) -> None:
+def test_get_memory_reads_memories_history_and_for_the_export_raw_payloads(default_synth: Synth) -> None:
     grants, bucket = granted(default_synth, default_synth.role_id("get_memory")), archive(default_synth)
-    assert grants["s3:GetObject"] == {f"{bucket}/history/*"}
-    assert grants["s3:ListBucket"] == {bucket + prefixes("history/")}
+    assert grants["s3:GetObject"] == {f"{bucket}/history/*", f"{bucket}/raw/*"}
+    assert grants["s3:ListBucket"] == {bucket + prefixes("history/", "raw/")}
     assert {"dynamodb:GetItem", "dynamodb:Query"} <= grants.keys()
     assert not (WRITES | {"s3:PutObject", "s3:DeleteObject"}) & grants.keys()
     assert not [a for a in grants if a.startswith(("sqs:", "secretsmanager:", "bedrock:"))]
@@ -164,7 +164,7 @@ def test_ingest_writes_raw_payloads_and_history_and_enqueues(default_synth: Synt
     assert grants["s3:PutObject"] == grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
     assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "history/")}
     assert "sqs:SendMessage" in grants and "sqs:ReceiveMessage" not in grants
-    assert len(grants["dynamodb:PutItem"]) == 2  # the memory table and the idempotency table
+    assert len(grants["dynamodb:PutItem"]) == 1  # the memory table holds the idempotency records too
     assert not [a for a in grants if a.startswith(("secretsmanager:", "bedrock:"))]
 
 

@@ -34,7 +34,7 @@ CONFIG = load_config(
     }
 )
 RESOURCES = ResourceNames(
-    table="dummy-table", idempotency_table="dummy-idempotency", bucket="dummy-bucket", queue_url="https://q"
+    table="dummy-table", bucket="dummy-bucket", queue_url="https://q"
 )
 
 # What the Lambda Python runtime ships besides the standard library (/var/runtime).

@@ -17,7 +17,6 @@ FIXED_OUTPUTS = (
     "CondenserFunctionName",
     "CondenserFunctionArn",
     "TableName",
-    "IdempotencyTableName",
     "BucketName",
     "QueueName",
     "QueueUrl",

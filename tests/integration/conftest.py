@@ -28,7 +28,6 @@ def aws(monkeypatch):
     with mock_aws():
         resources = create_resources()
         monkeypatch.setenv("MEMORY_TABLE_NAME", resources.table_name)
-        monkeypatch.setenv("MEMORY_IDEMPOTENCY_TABLE_NAME", resources.idempotency_table_name)
         monkeypatch.setenv("MEMORY_BUCKET_NAME", resources.bucket_name)
         monkeypatch.setenv("MEMORY_QUEUE_URL", resources.queue_url)
         wiring.reset()

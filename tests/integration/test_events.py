@@ -11,6 +11,7 @@ EXPECTED_STATUS = {
     "api_get_openapi.json": ("get_memory", 200),
     "api_get_memory.json": ("get_memory", 200),
     "api_get_history.json": ("get_memory", 200),
+    "api_get_export.json": ("get_memory", 200),
     "api_get_job.json": ("get_memory", 404),  # the sample's job id is unknown
     "api_post_memory.json": ("ingest", 202),
     "api_put_memory.json": ("ingest", 200),
@@ -21,6 +22,12 @@ EXPECTED_STATUS = {
 EXPECTED_DIRECT = {
     "invoke_get_memory.json": ("get_memory", lambda body: body["user_id"] == "alice" and "version" in body),
     "invoke_get_history.json": ("get_memory", lambda body: "versions" in body),
+    "invoke_export_memory.json": (
+        "get_memory",
+        lambda body: [fact["id"] for fact in body["memory"]["facts"]] == ["pref_dark_mode"]
+        and [item["id"] for item in body["items"]] == ["turn-42"]
+        and body["next_cursor"] is None,
+    ),
     "invoke_get_job.json": ("get_memory", lambda body: body["error"]["status"] == 404),
     "invoke_ingest.json": (
         "ingest",

@@ -105,12 +105,13 @@ def test_a_fact_written_after_the_tombstone_survives_the_erase(aws):
     def fact_lands_before_the_listing(**request):
         # After the generation bump, before the old facts are listed: a request writes a new fact.
         tombstone = dynamodb.update_item(**request)
-        store.put_fact("acme", "alice", new_fact, job("job-new"), generation=1)
+        store.put_fact("acme", "alice", new_fact, job("job-new"), generation=1, lease="lease-1")
         return tombstone
 
     proxy = ClientProxy(dynamodb)
     old = Fact(id="old", text="Old fact.", updated_at=datetime.now(UTC))
-    store.put_fact("acme", "alice", old, job("job-old"), generation=0)
+    assert store.hold_facts("acme", "alice", "lease-1", seconds=60)
+    store.put_fact("acme", "alice", old, job("job-old"), generation=0, lease="lease-1")
     proxy.intercept("update_item", fact_lands_before_the_listing)
     store.erase_user("acme", "alice")
     assert [fact.id for fact in store.read_memory("acme", "alice", with_facts=True)[1]] == ["new"]

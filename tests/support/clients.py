@@ -15,6 +15,11 @@ class ClientProxy:
     def intercept(self, operation: str, answer: Callable[..., Any]) -> None:
         self._overrides[operation] = answer
 
+    @property
+    def target(self) -> Any:
+        """The client behind the proxy (an interception that lets the call through uses it)."""
+        return self._client
+
     def restore(self, operation: str) -> None:
         """Forward `operation` to the client again."""
         self._overrides.pop(operation, None)
@@ -61,8 +66,8 @@ def proxied_service(
     a dependency fail by intercepting an operation on a proxy, without patching any module.
     """
     import boto3
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
+    from hippocampus.adapters.dynamodb_idempotency import user_records
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_table import Table
@@ -76,6 +81,7 @@ def proxied_service(
     from hippocampus.domain.condenser import Condenser
     from hippocampus.domain.consolidation import ConsolidationService
     from hippocampus.domain.edits import EditService
+    from hippocampus.domain.export import ExportService
     from hippocampus.domain.ingest import IngestService
     from hippocampus.domain.prompt import PromptTemplate
     from hippocampus.domain.reads import ReadService
@@ -90,11 +96,11 @@ def proxied_service(
     queue = SqsJobQueue(aws.queue_url, lambda: sqs)
     tracing = NoTracing()
     reads = ReadService(memory, jobs, archive, tracing)
-    persistence = DynamoDBPersistenceLayer(
-        table_name=aws.idempotency_table_name, boto3_client=boto3.client("dynamodb")
-    )
-    ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), persistence, 3600)
-    edits = EditService(memory, archive, tracing, settings.max_words)
+    exports = ExportService(memory, jobs, archive, tracing)
+    records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
+    records = user_records(aws.table_name, lambda: records_client)
+    ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), records, 3600)
+    edits = EditService(memory, jobs, archive, tracing, settings.max_words)
     condenser = Condenser(
         model, settings.max_words, PromptTemplate.from_text(settings.condense_prompt), tracing=tracing
     )
@@ -106,8 +112,8 @@ def proxied_service(
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(
             [read_routes.router],
-            read_routes.direct_actions(lambda: reads),
-            {read_routes.read_service: lambda: reads},
+            read_routes.direct_actions(lambda: reads, lambda: exports),
+            {read_routes.read_service: lambda: reads, read_routes.export_service: lambda: exports},
         )
     )
     service.ingest = SimpleNamespace(

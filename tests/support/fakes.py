@@ -12,6 +12,7 @@ without patching anything.
 """
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
@@ -25,12 +26,22 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
 from hippocampus.api.idempotency import IdempotentIngest
-from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable
-from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
+from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
+from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
+from hippocampus.contracts.models import (
+    USER_DELETED,
+    CondenseMessage,
+    Fact,
+    HistoryVersion,
+    Job,
+    JobError,
+    JobStatus,
+)
 from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
 from hippocampus.domain.edits import EditService
+from hippocampus.domain.export import ExportService
 from hippocampus.domain.ingest import IngestService
 from hippocampus.domain.reads import ReadService
 
@@ -48,17 +59,32 @@ class _User:
     facts: dict[str, tuple[Fact, int]] = field(default_factory=dict)
 
 
+# Idempotency records of every user: (tenant, user) → Powertools key → record.
+IdempotencyRecords = dict[tuple[str, str], dict[str, DataRecord]]
+
+
 class FakeJobStore:
-    def __init__(self) -> None:
+    def __init__(self, idempotency: IdempotencyRecords | None = None) -> None:
         self.jobs: dict[str, Job] = {}
+        self.generations: dict[str, int] = {}
+        self.idempotency: IdempotencyRecords = idempotency if idempotency is not None else {}
         self.lock = threading.RLock()
         self.batch_reads = 0
+        # The user's current generation (FakeMemoryStore sets it): a job is written only at it.
+        self.generation_of: Callable[[str, str], int] = lambda tenant_id, user_id: 0
+
+    def add(self, job: Job, generation: int) -> None:
+        """Store a new job (the caller holds the lock), as the transaction with its reference would."""
+        if self.generation_of(job.tenant_id, job.user_id) != generation:
+            raise UserDeleted("the user was deleted")
+        self.jobs[job.job_id] = job
+        self.generations[job.job_id] = generation
 
     def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
         with self.lock:
             existing = self.jobs.get(job.job_id)
             if existing is None:
-                self.jobs[job.job_id] = job
+                self.add(job, generation)
                 return job, True
             if existing.status != "failed":
                 return existing, False
@@ -92,6 +118,27 @@ class FakeJobStore:
                     update["memory_version"] = memory_version
                 self.jobs[job_id] = job.model_copy(update=update)
 
+    def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
+        mine = [job for job in self.jobs.values() if (job.tenant_id, job.user_id) == (tenant_id, user_id)]
+        return sorted(mine, key=lambda job: (job.created_at, job.job_id), reverse=True)
+
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+        with self.lock:
+            for job in self.list_user_jobs(tenant_id, user_id):
+                if self.generations[job.job_id] >= generation:
+                    continue
+                if job.status in ("queued", "processing"):
+                    redacted = {
+                        "status": "skipped",
+                        "error": USER_DELETED,
+                        "item_id": None,
+                        "memory_version": None,
+                    }
+                    self.jobs[job.job_id] = job.model_copy(update=redacted)
+                else:
+                    del self.jobs[job.job_id]
+            self.idempotency.pop((tenant_id, user_id), None)
+
     def status(self, job_id: str) -> str:
         return self.jobs[job_id].status
 
@@ -99,7 +146,11 @@ class FakeJobStore:
 class FakeMemoryStore:
     def __init__(self, jobs: FakeJobStore) -> None:
         self._jobs = jobs
+        jobs.generation_of = self.read_generation
         self.users: dict[tuple[str, str], _User] = {}
+        # (tenant, user) → (lease, until): the request holding the user's facts for writing.
+        self.leases: dict[tuple[str, str], tuple[str, float]] = {}
+        self.now: Callable[[], float] = time.monotonic
         # Called just before a conditional write is checked: a test stages a concurrent writer here.
         self.before_write: Hook | None = None
         self.before_fact: Hook | None = None
@@ -135,7 +186,22 @@ class FakeMemoryStore:
             )
             self.writes += 1
 
-    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
+        with self._jobs.lock:
+            holder = self.leases.get((tenant_id, user_id))
+            if holder is not None and holder[1] > self.now():
+                return False
+            self.leases[(tenant_id, user_id)] = (lease, self.now() + seconds)
+            return True
+
+    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
+        with self._jobs.lock:
+            if self.leases.get((tenant_id, user_id), ("", 0))[0] == lease:
+                del self.leases[(tenant_id, user_id)]
+
+    def put_fact(
+        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
+    ) -> None:
         hook, self.before_fact = self.before_fact, None
         if hook:
             hook()
@@ -145,11 +211,13 @@ class FakeMemoryStore:
         with self._jobs.lock:
             user = self._user(tenant_id, user_id)
             if user.state.generation != generation:
-                raise ConditionFailed("the user was deleted")
+                raise UserDeleted("the user was deleted")
+            if self.leases.get((tenant_id, user_id), ("", 0))[0] != lease:
+                raise ConditionFailed("the lease was lost")
             if job.job_id in self._jobs.jobs:
                 raise ConditionFailed("job exists")
+            self._jobs.add(job, generation)
             user.facts[fact.id] = (fact, generation)
-            self._jobs.jobs[job.job_id] = job
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
         with self._jobs.lock:
@@ -196,9 +264,15 @@ class FakeArchive:
             hook()
         self.history.setdefault((tenant_id, user_id, generation), {})[entry.version] = entry
 
-    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
+    def list_history(
+        self, tenant_id: str, user_id: str, generation: int, limit: int | None
+    ) -> list[HistoryVersion]:
         versions = self.history.get((tenant_id, user_id, generation), {})
         return [versions[v] for v in sorted(versions, reverse=True)][:limit]
+
+    def list_raw(self, tenant_id: str, user_id: str, generation: int) -> dict[str, dict[str, Any]]:
+        prefix = f"raw/{tenant_id}/{user_id}/g{generation:06d}/"
+        return {key: deepcopy(payload) for key, payload in sorted(self.raw.items()) if key.startswith(prefix)}
 
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
         self.history.get((tenant_id, user_id, generation), {}).pop(version, None)
@@ -286,11 +360,12 @@ class RecordingTracing:
 
 
 class FakeIdempotencyStore(BasePersistenceLayer):
-    """Powertools' idempotency persistence in a dict (the DynamoDB one, minus DynamoDB)."""
+    """Powertools' idempotency persistence of one user in a dict (the DynamoDB one, minus DynamoDB):
+    a record erased by a delete is not written back."""
 
-    def __init__(self) -> None:
+    def __init__(self, records: dict[str, DataRecord]) -> None:
         super().__init__()
-        self.records: dict[str, DataRecord] = {}
+        self.records = records
 
     def _get_record(self, idempotency_key: str) -> DataRecord:
         try:
@@ -305,7 +380,8 @@ class FakeIdempotencyStore(BasePersistenceLayer):
         self.records[data_record.idempotency_key] = data_record
 
     def _update_record(self, data_record: DataRecord) -> None:
-        self.records[data_record.idempotency_key] = data_record
+        if data_record.idempotency_key in self.records:
+            self.records[data_record.idempotency_key] = data_record
 
     def _delete_record(self, data_record: DataRecord) -> None:
         self.records.pop(data_record.idempotency_key, None)
@@ -319,23 +395,32 @@ class Ports:
     archive: FakeArchive = field(default_factory=FakeArchive)
     queue: FakeQueue = field(default_factory=FakeQueue)
     tracing: RecordingTracing = field(default_factory=RecordingTracing)
-    idempotency: FakeIdempotencyStore = field(default_factory=FakeIdempotencyStore)
     store: FakeMemoryStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.store = FakeMemoryStore(self.jobs)
 
+    @property
+    def idempotency(self) -> IdempotencyRecords:
+        return self.jobs.idempotency
+
+    def idempotency_records(self, tenant_id: str, user_id: str) -> BasePersistenceLayer:
+        return FakeIdempotencyStore(self.idempotency.setdefault((tenant_id, user_id), {}))
+
     def reads(self) -> ReadService:
         return ReadService(self.store, self.jobs, self.archive, self.tracing)
+
+    def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
+        return ExportService(self.store, self.jobs, self.archive, self.tracing, page_bytes=page_bytes)
 
     def ingest(self) -> IngestService:
         return IngestService(self.store, self.jobs, self.archive, lambda: self.queue, self.tracing)
 
     def idempotent_ingest(self) -> IdempotentIngest:
-        return IdempotentIngest(self.ingest(), self.idempotency, ttl_s=3600)
+        return IdempotentIngest(self.ingest(), self.idempotency_records, ttl_s=3600)
 
     def edits(self, max_words: int = 50) -> EditService:
-        return EditService(self.store, self.archive, self.tracing, max_words)
+        return EditService(self.store, self.jobs, self.archive, self.tracing, max_words)
 
     def consolidation(
         self, model: LanguageModel, max_words: int = 50, **options: Any

@@ -25,8 +25,8 @@ def ports() -> Ports:
 def call(ports):
     reads = api_function(
         [read_routes.router],
-        read_routes.direct_actions(ports.reads),
-        {read_routes.read_service: ports.reads},
+        read_routes.direct_actions(ports.reads, ports.exports),
+        {read_routes.read_service: ports.reads, read_routes.export_service: ports.exports},
     )
     edits = ports.edits()
     ingest = ports.idempotent_ingest()

@@ -124,12 +124,16 @@ def test_a_queue_outage_fails_the_request_and_the_jobs_say_failed(ports):
     assert retry.jobs[0].status == "queued" and len(ports.queue.messages) == 1
 
 
-def test_a_fact_sent_while_the_user_is_deleted_is_not_kept(ports):
+def test_a_fact_sent_while_the_user_is_deleted_is_applied_after_the_delete(ports):
+    """The request read the user before the delete and writes after it: nothing of the old life
+    is written, and the fact lands in the new one, with a job that can be read."""
     edits = ports.edits()
     ports.store.before_fact = lambda: edits.delete_memory(T, U)
     job = ingest(ports, {"id": "f1", "text": "Likes tea.", "infer": False}).jobs[0]
-    assert job.status == "skipped"
-    assert ports.reads().get_memory(T, U).facts == []
+    assert job.status == "completed"
+    assert [fact.text for fact in ports.reads().get_memory(T, U).facts] == ["Likes tea."]
+    assert ports.reads().get_job(T, job.job_id) == job
+    assert ports.store.read_generation(T, U) == 1
 
 
 def test_a_history_copy_landing_after_a_delete_is_erased(ports):
@@ -159,15 +163,17 @@ def test_one_trace_from_the_request_through_the_queue_to_the_condenser(ports):
 
 
 def test_a_delete_between_the_read_and_the_payload_keeps_nothing_of_the_old_life(ports):
-    """The request read the user before the delete; its payload lands after the delete's S3 sweep."""
+    """The request read the user before the delete; its payload lands after the delete's S3 sweep.
+    Its job cannot be written in the old generation, so the request is applied after the delete."""
     edits = ports.edits()
     ports.archive.before_raw = lambda: edits.delete_memory(T, U)
     job = ingest(ports, turn("t1", "I sell handmade candles.")).jobs[0]
+    assert not [key for key in ports.archive.raw if "/g000000/" in key]  # the late payload is erased
+    assert [message.generation for message, _ in ports.queue.messages] == [1]
     model = ScriptedModel("Alice sells candles.")
     ports.consolidation(model).process_batch(ports.queued())
-    assert ports.jobs.status(job.job_id) == "skipped" and model.calls == 0
-    assert ports.raw_payloads() == 0  # the late payload of the old generation is erased too
-    assert ports.reads().get_memory(T, U).memory is None
+    assert ports.jobs.status(job.job_id) == "completed"
+    assert ports.reads().get_memory(T, U).memory == "Alice sells candles."
 
 
 def test_items_sent_after_a_delete_keep_their_payload_whatever_the_sweep_finds(ports):

@@ -40,6 +40,7 @@ from tests.support.lambda_harness import Context
 TENANT = "/v1/tenants/acme"
 MEMORY = f"{TENANT}/users/alice/memory"
 HISTORY = MEMORY + "/history"
+EXPORT = MEMORY + "/export"
 FACT = MEMORY + "/facts/f1"
 JOB = f"{TENANT}/jobs/job-1"
 JSON_TYPE = (("Content-Type", "application/json"),)
@@ -88,8 +89,8 @@ def _functions(ports: Ports) -> dict[str, LambdaHandler]:
     return {
         "get_memory": api_function(
             [read_routes.router],
-            read_routes.direct_actions(ports.reads),
-            {read_routes.read_service: ports.reads},
+            read_routes.direct_actions(ports.reads, ports.exports),
+            {read_routes.read_service: ports.reads, read_routes.export_service: ports.exports},
         ),
         "ingest": api_function(
             [write_routes.router],
@@ -129,7 +130,7 @@ def state(ports: Ports) -> Any:
         deepcopy(ports.archive.raw),
         history,
         list(ports.queue.messages),
-        set(ports.idempotency.records),
+        {user: set(records) for user, records in ports.idempotency.items() if records},
     )
 
 
@@ -423,6 +424,7 @@ ROUTES_WITH_IDS = [
     ("PUT", f"{TENANT}/users/{{id}}/memory", "user_id"),
     ("DELETE", f"{TENANT}/users/{{id}}/memory", "user_id"),
     ("GET", f"{TENANT}/users/{{id}}/memory/history", "user_id"),
+    ("GET", f"{TENANT}/users/{{id}}/memory/export", "user_id"),
     ("DELETE", MEMORY + "/facts/{id}", "fact_id"),
     ("GET", TENANT + "/jobs/{id}", "job_id"),
     ("GET", "/v1/tenants/{id}/users/alice/memory", "tenant_id"),
@@ -448,6 +450,16 @@ QUERY_CASES = [
         Http("GET", f"{HISTORY}?limit={value}"), 422, "validation_error", "limit", f"history limit={value!r}"
     )
     for value in ("0", "101", "-1", "abc", "1.5", "", "1e2", "%00", "99999999999999999999999")
+] + [
+    _case(Http("GET", f"{EXPORT}?cursor={value}"), 422, "validation_error", "cursor", f"export cursor={name}")
+    for name, value in {
+        "empty": "",
+        "not base64": "%%%",
+        "base64 of text": "aGVsbG8",
+        "an unknown section": "Wzk5LCIiXQ",
+        "a list of numbers": "WzEsMl0",
+        "1025 chars": "A" * 1025,
+    }.items()
 ]
 
 ROUTING = {
@@ -457,6 +469,7 @@ ROUTING = {
     "GET a fact": (Http("GET", FACT), 405, "method_not_allowed", None),
     "PUT a job": (Http("PUT", JOB, put()), 405, "method_not_allowed", None),
     "DELETE history": (Http("DELETE", HISTORY), 405, "method_not_allowed", None),
+    "POST export": (Http("POST", EXPORT, item()), 405, "method_not_allowed", None),
     "POST health": (Http("POST", "/v1/health", b"{}"), 405, "method_not_allowed", None),
     "DELETE openapi": (Http("DELETE", "/v1/openapi.json"), 405, "method_not_allowed", None),
     "an unknown route": (Http("GET", "/v1/nothing-here"), 404, "not_found", None),
@@ -512,6 +525,10 @@ DIRECT = {
     "limit: 101": ("get_memory", act("get_history", limit=101), "limit"),
     "limit: true": ("get_memory", act("get_history", limit=True), "limit"),
     "limit: '5'": ("get_memory", act("get_history", limit="5"), "limit"),
+    "export without user_id": ("get_memory", act("export_memory", user_id=None), "user_id"),
+    "export cursor: a number": ("get_memory", act("export_memory", cursor=5), "cursor"),
+    "export cursor: not ours": ("get_memory", act("export_memory", cursor="bm9wZQ"), "cursor"),
+    "export on the write function": ("ingest", act("export_memory"), "action"),
     "fact_id: missing": ("ingest", act("delete_fact"), "fact_id"),
     "fact_id: unicode": ("ingest", act("delete_fact", fact_id="fäct"), "fact_id"),
     "user_id: missing for a delete": ("ingest", act("delete_memory", user_id=None), "user_id"),
@@ -628,7 +645,7 @@ def test_the_catalogue_covers_every_route_and_action():
         r.payload.get("action") for r in requests if isinstance(r, Invoke) and isinstance(r.payload, dict)
     }
     ports = Ports()
-    actions = read_routes.direct_actions(ports.reads) | write_routes.direct_actions(
+    actions = read_routes.direct_actions(ports.reads, ports.exports) | write_routes.direct_actions(
         ports.idempotent_ingest, ports.edits
     )
     assert set(actions) <= invoked

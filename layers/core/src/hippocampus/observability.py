@@ -37,6 +37,8 @@ class MetricName(StrEnum):
     DELETES = "Deletes"
     JOBS_SKIPPED = "JobsSkipped"
     VERSION_CONFLICTS = "VersionConflicts"
+    FACT_WRITE_CONFLICTS = "FactWriteConflicts"
+    EXPORTS = "Exports"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -29,7 +29,6 @@ class Settings(BaseSettings):
 
     # Resources (set by the CDK app and the local stack).
     table_name: str = ""
-    idempotency_table_name: str = ""
     bucket_name: str = ""
     queue_url: str = ""
 

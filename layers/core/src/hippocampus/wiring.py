@@ -18,6 +18,7 @@ from hippocampus.adapters.tracing import make_tracing
 from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
+from hippocampus.domain.export import ExportService
 from hippocampus.domain.reads import ReadService
 from hippocampus.settings import get_settings
 
@@ -60,10 +61,19 @@ def archive() -> S3Archive:
 
 
 @lru_cache(maxsize=1)
-def read_service() -> ReadService:
+def _read_tracing() -> "Tracing":
     # The read path never loads the X-Ray SDK: Lambda active tracing records the invocation.
-    tracing = make_tracing(get_settings().tracing_mode, allow_xray_sdk=False)
-    return ReadService(memory_store(), job_store(), archive(), tracing)
+    return make_tracing(get_settings().tracing_mode, allow_xray_sdk=False)
+
+
+@lru_cache(maxsize=1)
+def read_service() -> ReadService:
+    return ReadService(memory_store(), job_store(), archive(), _read_tracing())
+
+
+@lru_cache(maxsize=1)
+def export_service() -> ExportService:
+    return ExportService(memory_store(), job_store(), archive(), _read_tracing())
 
 
 @lru_cache(maxsize=1)
@@ -83,15 +93,12 @@ def ingest_service() -> "IngestService":
 
 @lru_cache(maxsize=1)
 def idempotent_ingest() -> "IdempotentIngest":
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
+    from hippocampus.adapters.dynamodb_idempotency import user_records
     from hippocampus.api.idempotency import IdempotentIngest
 
     settings = get_settings()
-    persistence = DynamoDBPersistenceLayer(
-        table_name=settings.require("idempotency_table_name"), boto3_client=aws_clients.client("dynamodb")
-    )
-    return IdempotentIngest(ingest_service(), persistence, settings.idempotency_ttl_s)
+    records = user_records(settings.require("table_name"), lambda: aws_clients.client("dynamodb"))
+    return IdempotentIngest(ingest_service(), records, settings.idempotency_ttl_s)
 
 
 @lru_cache(maxsize=1)
@@ -99,7 +106,7 @@ def edit_service() -> "EditService":
     from hippocampus.domain.edits import EditService
 
     settings = get_settings()
-    return EditService(memory_store(), archive(), _tracing(), settings.max_words)
+    return EditService(memory_store(), job_store(), archive(), _tracing(), settings.max_words)
 
 
 def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
@@ -143,8 +150,8 @@ def get_memory_handler() -> LambdaHandler:
     get_settings()  # a bad configuration fails the cold start, naming the variable
     return api_function(
         [read_routes.router, openapi_router],
-        read_routes.direct_actions(read_service),
-        {read_routes.read_service: read_service},
+        read_routes.direct_actions(read_service, export_service),
+        {read_routes.read_service: read_service, read_routes.export_service: export_service},
     )
 
 
@@ -178,11 +185,13 @@ def reset() -> None:
     """Forget every cached object (tests switch environments and endpoints)."""
     for cached in (
         _tracing,
+        _read_tracing,
         _table,
         memory_store,
         job_store,
         archive,
         read_service,
+        export_service,
         job_queue,
         ingest_service,
         idempotent_ingest,

@@ -1,4 +1,9 @@
-"""JobStore on the DynamoDB table: one item per ingestion job, `completed` is the applied-job ledger."""
+"""JobStore on the DynamoDB table: one item per ingestion job, `completed` is the applied-job ledger.
+
+Each job is written together with its reference in the user's index partition and a check that
+the user was not deleted since the request read it, so a delete that sweeps the index after its
+tombstone finds every job of the generations it forgets (docs/architecture.md "Deletion wins").
+"""
 
 from collections.abc import Sequence
 from datetime import datetime
@@ -8,8 +13,11 @@ from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
+    JOB_REF_PREFIX,
     JOB_SK,
     Table,
+    generation_check,
+    index_pk,
     is_condition_failure,
     iso,
     job_pk,
@@ -17,8 +25,8 @@ from hippocampus.adapters.dynamodb_table import (
     plain_item,
     values,
 )
-from hippocampus.contracts.errors import DependencyUnavailable
-from hippocampus.contracts.models import Job, JobError, JobStatus
+from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
+from hippocampus.contracts.models import USER_DELETED, Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
@@ -43,6 +51,34 @@ def job_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[s
             "ExpressionAttributeValues": values({":now": table.epoch()}),
         }
     }
+
+
+def job_ref_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[str, Any]:
+    """The `Put` of the job's reference in the user's index (what a delete sweeps, an export lists)."""
+    item = {
+        PK: index_pk(job.tenant_id, job.user_id),
+        SK: JOB_REF_PREFIX + job.job_id,
+        "generation": generation,
+        TTL: table.epoch() + retention_s,
+    }
+    return {"Put": {"TableName": table.name, "Item": values(item)}}
+
+
+def new_job_writes(
+    table: Table, job: Job, generation: int, retention_s: int, lease: str | None = None
+) -> list[dict[str, Any]]:
+    """A new job, its reference and the generation check (in this order: `UserDeleted` reads it)."""
+    return [
+        job_put(table, job, generation, retention_s),
+        job_ref_put(table, job, generation, retention_s),
+        generation_check(table.name, job.tenant_id, job.user_id, generation, lease),
+    ]
+
+
+def raise_if_deleted(failure: ConditionFailed, check_at: int) -> None:
+    """A transaction whose generation check (at position `check_at`) failed lost to a delete."""
+    if check_at in failure.failed:
+        raise UserDeleted("the user was deleted while the request ran", failure.failed) from failure
 
 
 def job_update(
@@ -89,13 +125,11 @@ class DynamoJobStore:
         # A job that refused the put but is gone by the read (it expired in between) is put again:
         # answering `job` unstored would report a queued job that exists nowhere and is never queued.
         for _ in range(2):
-            put = job_put(self._table, job, generation, self.retention_s)["Put"]
             try:
-                self._table.client().put_item(**put)
+                self._table.transact(new_job_writes(self._table, job, generation, self.retention_s))
                 return job, True
-            except ClientError as error:
-                if not is_condition_failure(error):
-                    raise
+            except ConditionFailed as failure:
+                raise_if_deleted(failure, check_at=2)
             existing = self.get_job(job.tenant_id, job.job_id)
             if existing is not None:
                 break
@@ -159,6 +193,56 @@ class DynamoJobStore:
             except ClientError as failure:
                 if not is_condition_failure(failure):
                     raise  # a job that expired or was never stored is not worth failing the batch
+
+    def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
+        refs = self._table.query_partition(index_pk(tenant_id, user_id), sk_prefix=JOB_REF_PREFIX)
+        jobs = self.get_jobs(tenant_id, [raw[SK]["S"].removeprefix(JOB_REF_PREFIX) for raw in refs])
+        return sorted(jobs.values(), key=lambda job: (job.created_at, job.job_id), reverse=True)
+
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+        """Erase the job records of the generations before `generation` and every Idempotency-Key
+        record of the user; a job still in flight is kept, redacted, as `skipped` (docs/api.md
+        "Forgetting a user")."""
+        swept: list[dict[str, Any]] = []
+        job_ids: list[str] = []
+        for raw in self._table.query_partition(index_pk(tenant_id, user_id), projection="pk, sk, #g"):
+            sk = raw[SK]["S"]
+            if sk.startswith(JOB_REF_PREFIX):
+                if int(raw.get("generation", {}).get("N", "0")) >= generation:
+                    continue  # a job of the user's new life
+                job_ids.append(sk.removeprefix(JOB_REF_PREFIX))
+            swept.append({PK: raw[PK], SK: raw[SK]})
+        jobs = self.get_jobs(tenant_id, job_ids)
+        gone = [job_id for job_id, job in jobs.items() if not self._redact_in_flight(job)]
+        self._table.batch_delete([key(job_pk(tenant_id, job_id), JOB_SK) for job_id in gone])
+        self._table.batch_delete(swept)  # the references last: a retry of the delete finds the jobs again
+
+    def _redact_in_flight(self, job: Job) -> bool:
+        """A queued or processing job becomes `skipped`, without its item id; False if it was not in flight."""
+        if job.status not in ("queued", "processing"):
+            return False
+        try:
+            self._table.client().update_item(
+                TableName=self._table.name,
+                Key=key(job_pk(job.tenant_id, job.job_id), JOB_SK),
+                UpdateExpression="SET #s = :skipped, #e = :error, updated_at = :at REMOVE item_id, memory_version",
+                ConditionExpression="#s IN (:queued, :processing)",
+                ExpressionAttributeNames={"#s": "status", "#e": "error"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":skipped": "skipped",
+                        ":error": USER_DELETED.model_dump(),
+                        ":at": iso(self._table.now()),
+                        ":queued": "queued",
+                        ":processing": "processing",
+                    }
+                ),
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            return False  # it ended meanwhile: erased like every other finished job
+        return True
 
     @staticmethod
     def _job(raw: dict[str, Any]) -> Job:

@@ -6,10 +6,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hippocampus.adapters.dynamodb_jobs import job_put, job_update
+from hippocampus.adapters.dynamodb_jobs import job_update, new_job_writes, raise_if_deleted
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     FACT_PREFIX,
+    FACT_WRITER,
+    FACT_WRITER_UNTIL,
     MEMORY_SK,
     Table,
     is_condition_failure,
@@ -19,6 +21,7 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
+from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.models import Fact, Job
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -101,7 +104,9 @@ class DynamoMemoryStore:
         ]
         self._table.transact([memory_update, *ledger])
 
-    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+    def put_fact(
+        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
+    ) -> None:
         pk = user_pk(tenant_id, user_id)
         fact_item: dict[str, Any] = {
             PK: pk,
@@ -116,23 +121,53 @@ class DynamoMemoryStore:
         }
         if self._memory_ttl_s:
             fact_item[TTL] = self._table.epoch() + self._memory_ttl_s
-        generation_check = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
-        self._table.transact(
-            [
-                {"Put": {"TableName": self._table.name, "Item": values(fact_item)}},
-                job_put(self._table, job, generation, self._job_retention_s),
-                {
-                    # Written only while the user is not deleted since the request read it.
-                    "ConditionCheck": {
-                        "TableName": self._table.name,
-                        "Key": key(pk, MEMORY_SK),
-                        "ConditionExpression": generation_check,
-                        "ExpressionAttributeNames": {"#g": "generation"},
-                        "ExpressionAttributeValues": values({":gen": generation}),
+        # Written only while the user is not deleted and this request holds the facts for writing.
+        writes = new_job_writes(self._table, job, generation, self._job_retention_s, lease)
+        try:
+            self._table.transact(
+                [*writes, {"Put": {"TableName": self._table.name, "Item": values(fact_item)}}]
+            )
+        except ConditionFailed as failure:
+            raise_if_deleted(failure, check_at=2)
+            raise
+
+    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
+        try:
+            self._table.client().update_item(
+                TableName=self._table.name,
+                Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
+                # The generation is set too: a user known only by a lease is a user at generation 0.
+                UpdateExpression="SET #w = :lease, #u = :until, #g = if_not_exists(#g, :zero)",
+                ConditionExpression="attribute_not_exists(#w) OR #u <= :now",
+                ExpressionAttributeNames={"#w": FACT_WRITER, "#u": FACT_WRITER_UNTIL, "#g": "generation"},
+                ExpressionAttributeValues=values(
+                    {
+                        ":lease": lease,
+                        ":until": self._table.epoch() + seconds,
+                        ":now": self._table.epoch(),
+                        ":zero": 0,
                     }
-                },
-            ]
-        )
+                ),
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
+        try:
+            self._table.client().update_item(
+                TableName=self._table.name,
+                Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
+                UpdateExpression="REMOVE #w, #u",
+                ConditionExpression="#w = :lease",
+                ExpressionAttributeNames={"#w": FACT_WRITER, "#u": FACT_WRITER_UNTIL},
+                ExpressionAttributeValues=values({":lease": lease}),
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise  # a lease that expired and was taken over is the new holder's now
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
         try:

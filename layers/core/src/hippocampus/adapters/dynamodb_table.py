@@ -3,8 +3,11 @@
 Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
+- `T#<tenant>#U#<user>#I` / `JOB#<job>`  the user's index: one reference per job (written with it)
+- `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
                                           written in the same transaction as the memory version.
+The index is what lets a delete find, and an export list, every job and request record of a user.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +26,10 @@ from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
 JOB_SK: Final = "JOB"
+JOB_REF_PREFIX: Final = "JOB#"
+# On the memory item: the request holding the user's facts for writing, and until when (epoch s).
+FACT_WRITER: Final = "fact_writer"
+FACT_WRITER_UNTIL: Final = "fact_writer_until"
 DAY_S: Final = 86_400
 # BatchWriteItem takes at most 25 requests, BatchGetItem 100 keys.
 BATCH_WRITE_MAX: Final = 25
@@ -42,12 +49,39 @@ def user_pk(tenant_id: str, user_id: str) -> str:
     return f"T#{tenant_id}#U#{user_id}"
 
 
+def index_pk(tenant_id: str, user_id: str) -> str:
+    return f"{user_pk(tenant_id, user_id)}#I"
+
+
 def job_pk(tenant_id: str, job_id: str) -> str:
     return f"T#{tenant_id}#J#{job_id}"
 
 
 def key(pk: str, sk: str) -> dict[str, Any]:
     return {PK: {"S": pk}, SK: {"S": sk}}
+
+
+def generation_check(
+    table_name: str, tenant_id: str, user_id: str, generation: int, lease: str | None = None
+) -> dict[str, Any]:
+    """The `ConditionCheck` that the user is still at `generation` (no delete since the request read
+    it) and, with `lease`, that this request still holds the user's facts for writing."""
+    condition = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
+    names = {"#g": "generation"}
+    plain: dict[str, Any] = {":gen": generation}
+    if lease is not None:
+        condition = f"({condition}) AND #w = :lease"
+        names["#w"] = FACT_WRITER
+        plain[":lease"] = lease
+    return {
+        "ConditionCheck": {
+            "TableName": table_name,
+            "Key": key(user_pk(tenant_id, user_id), MEMORY_SK),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values(plain),
+        }
+    }
 
 
 def values(plain: dict[str, Any]) -> dict[str, Any]:
@@ -67,11 +101,15 @@ def is_condition_failure(error: ClientError) -> bool:
     return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
 
 
-def _cancelled_by_condition(error: ClientError) -> bool:
+def _failed_conditions(error: ClientError) -> frozenset[int] | None:
+    """The positions of the items whose condition failed; None when no condition did."""
     reasons = error.response.get("CancellationReasons") or []
-    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons) or (
-        "ConditionalCheckFailed" in str(error)
+    failed = frozenset(
+        i for i, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"
     )
+    if failed:
+        return failed
+    return frozenset() if "ConditionalCheckFailed" in str(error) else None
 
 
 class Table:
@@ -86,22 +124,28 @@ class Table:
         return int(self.now().timestamp())
 
     def transact(self, items: list[dict[str, Any]]) -> None:
-        """TransactWriteItems; ConditionFailed when a condition of the transaction failed."""
+        """TransactWriteItems; ConditionFailed (naming the items that failed) when a condition failed."""
         try:
             self.client().transact_write_items(TransactItems=items)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code")
-            if code == "TransactionCanceledException" and _cancelled_by_condition(error):
-                raise ConditionFailed(str(error)) from error
+            failed = _failed_conditions(error) if code == "TransactionCanceledException" else None
+            if failed is not None:
+                raise ConditionFailed(str(error), failed) from error
             raise
 
-    def query_partition(self, pk: str, projection: str | None = None) -> Iterator[dict[str, Any]]:
+    def query_partition(
+        self, pk: str, projection: str | None = None, sk_prefix: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
             "ConsistentRead": True,
         }
+        if sk_prefix:
+            kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            kwargs["ExpressionAttributeValues"][":prefix"] = {"S": sk_prefix}
         if projection:
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = {"#g": "generation"}

@@ -22,7 +22,11 @@ _GENERATION_SEGMENT = re.compile(r"/g(\d{6})/")
 
 
 def raw_key(tenant_id: str, user_id: str, generation: int, request_id: str) -> str:
-    return f"{RAW_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/{request_id}.json"
+    return f"{_raw_prefix(tenant_id, user_id, generation)}{request_id}.json"
+
+
+def _raw_prefix(tenant_id: str, user_id: str, generation: int) -> str:
+    return f"{RAW_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/"
 
 
 def _user_prefixes(tenant_id: str, user_id: str) -> list[str]:
@@ -72,25 +76,37 @@ class S3Archive:
             Bucket=self._bucket, Key=_history_key(tenant_id, user_id, generation, version)
         )
 
-    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
-        listing = self._client().list_objects_v2(
-            Bucket=self._bucket, Prefix=_history_prefix(tenant_id, user_id, generation), MaxKeys=limit
-        )
-        keys = [obj["Key"] for obj in listing.get("Contents", [])]
+    def list_history(
+        self, tenant_id: str, user_id: str, generation: int, limit: int | None
+    ) -> list[HistoryVersion]:
+        prefix = _history_prefix(tenant_id, user_id, generation)
+        if limit is None:
+            keys = self._keys(prefix)
+        else:
+            listing = self._client().list_objects_v2(Bucket=self._bucket, Prefix=prefix, MaxKeys=limit)
+            keys = [obj["Key"] for obj in listing.get("Contents", [])]
+        return [HistoryVersion.model_validate(entry) for entry in self._fetch(keys) if entry is not None]
+
+    def list_raw(self, tenant_id: str, user_id: str, generation: int) -> dict[str, dict[str, Any]]:
+        keys = self._keys(_raw_prefix(tenant_id, user_id, generation))
+        return {
+            key: payload for key, payload in zip(keys, self._fetch(keys), strict=True) if payload is not None
+        }
+
+    def _keys(self, prefix: str) -> list[str]:
+        paginator = self._client().get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self._bucket, Prefix=prefix)
+        return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
+
+    def _fetch(self, keys: list[str]) -> list[dict[str, Any] | None]:
+        """The objects at `keys`, in order (None: gone since the listing), fetched in parallel."""
         with ThreadPoolExecutor(max_workers=min(8, len(keys) or 1)) as pool:
-            entries = list(pool.map(self._get_json, keys))
-        return [HistoryVersion.model_validate(entry) for entry in entries if entry is not None]
+            return list(pool.map(self._get_json, keys))
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
-        paginator = self._client().get_paginator("list_objects_v2")
         for prefix in _user_prefixes(tenant_id, user_id):
             # What the user's new life (this generation on) has written already stays.
-            keys = [
-                {"Key": obj["Key"]}
-                for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix)
-                for obj in page.get("Contents", [])
-                if _written_before(obj["Key"], generation)
-            ]
+            keys = [{"Key": key} for key in self._keys(prefix) if _written_before(key, generation)]
             for chunk in batched(keys, 1000):
                 response = self._client().delete_objects(
                     Bucket=self._bucket, Delete={"Objects": list(chunk), "Quiet": True}

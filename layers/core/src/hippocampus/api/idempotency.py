@@ -2,7 +2,8 @@
 
 Keyed by tenant, user and key; the body is the payload that must match (409 otherwise). The
 validated request goes in as a pydantic model and the response comes back as one
-(`PydanticSerializer`): nothing is parsed twice.
+(`PydanticSerializer`): nothing is parsed twice. Each request uses the records of its own user
+(`records_of`), which a delete of the user erases.
 """
 
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 
 from hippocampus.contracts.errors import DependencyUnavailable, IdempotencyConflict
 from hippocampus.contracts.models import IngestRequest, JobsResponse
+from hippocampus.contracts.names import IDEMPOTENCY_KEY_PREFIX
 from hippocampus.domain.ingest import IngestService
 
 
@@ -37,25 +39,39 @@ class IngestCommand(BaseModel):
 class IdempotentIngest:
     """Ingest; with an Idempotency-Key, a replay gets the first response and nothing is enqueued twice."""
 
-    def __init__(self, ingest: IngestService, persistence: BasePersistenceLayer, ttl_s: int) -> None:
+    def __init__(
+        self,
+        ingest: IngestService,
+        records_of: Callable[[str, str], BasePersistenceLayer],
+        ttl_s: int,
+    ) -> None:
         self._ingest = ingest
-        self._config = IdempotencyConfig(
+        self._records_of = records_of
+        self._ttl_s = ttl_s
+
+    def _idempotent_run(self, tenant_id: str, user_id: str, context: LambdaContext) -> Callable[..., Any]:
+        """The ingest, wrapped by Powertools for this request's user (a config of its own: the
+        Lambda context is per request, and requests run concurrently on the local stack)."""
+        config = IdempotencyConfig(
             event_key_jmespath="[tenant_id, user_id, idempotency_key]",
             payload_validation_jmespath="body",
-            expires_after_seconds=ttl_s,
+            expires_after_seconds=self._ttl_s,
         )
+        config.register_lambda_context(context)
+        ingest = self._ingest
 
         @idempotent_function(
             data_keyword_argument="command",
-            persistence_store=persistence,
-            config=self._config,
+            persistence_store=self._records_of(tenant_id, user_id),
+            config=config,
             output_serializer=PydanticSerializer(JobsResponse),
-            key_prefix="ingest",
+            key_prefix=IDEMPOTENCY_KEY_PREFIX,
         )
         def run(command: IngestCommand) -> JobsResponse:
             return ingest.ingest(command.tenant_id, command.user_id, command.body, command.request_id)
 
-        self._run: Callable[..., Any] = run
+        wrapped: Callable[..., Any] = run
+        return wrapped
 
     def __call__(
         self,
@@ -75,9 +91,9 @@ class IdempotentIngest:
             request_id=request_id,
             body=request,
         )
-        self._config.register_lambda_context(context)
+        run = self._idempotent_run(tenant_id, user_id, context)
         try:
-            response: JobsResponse = self._run(command=command)
+            response: JobsResponse = run(command=command)
         except IdempotencyValidationError as error:
             raise IdempotencyConflict(
                 "this Idempotency-Key was already used with a different body"

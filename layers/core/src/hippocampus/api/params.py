@@ -5,7 +5,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from hippocampus.contracts.limits import IDENTIFIER_PATTERN, MAX_HISTORY_LIMIT, MAX_IDEMPOTENCY_KEY_CHARS
+from hippocampus.contracts.limits import (
+    IDENTIFIER_PATTERN,
+    MAX_CURSOR_CHARS,
+    MAX_HISTORY_LIMIT,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+)
 
 TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
 UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
@@ -13,6 +18,10 @@ JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identif
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
 HistoryLimit = Annotated[
     int, Query(ge=1, le=MAX_HISTORY_LIMIT, description="Versions to return, newest first")
+]
+ExportCursor = Annotated[
+    str | None,
+    Query(min_length=1, max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page"),
 ]
 IdempotencyKey = Annotated[
     str | None,
@@ -36,7 +45,7 @@ ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
         400: "Malformed JSON",
         415: "The body is not JSON (Content-Type)",
         404: "Unknown route, job or fact",
-        409: "Version or idempotency conflict",
+        409: "Version, idempotency or write conflict",
         413: "Body over 1 MiB",
         422: "Schema or limit violation",
         429: "Throttled",

@@ -1,4 +1,4 @@
-"""Routes of the read path (the get_memory function): health, memory, history, one job."""
+"""Routes of the read path (the get_memory function): health, memory, history, one job, the export."""
 
 from collections.abc import Callable
 from typing import Annotated
@@ -12,11 +12,26 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
-from hippocampus.api.params import ERROR_RESPONSES, HistoryLimit, JobId, TenantId, UserId
+from hippocampus.api.params import ERROR_RESPONSES, ExportCursor, HistoryLimit, JobId, TenantId, UserId
 from hippocampus.api.responses import conditional_memory_response
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
-from hippocampus.contracts.models import DirectInvocation, HealthResponse, HistoryResponse, Job, MemoryBody
-from hippocampus.contracts.routes import HEALTH_PATH, HISTORY_PATH, JOB_PATH, MEMORY_PATH, powertools_path
+from hippocampus.contracts.models import (
+    DirectInvocation,
+    ExportDocument,
+    HealthResponse,
+    HistoryResponse,
+    Job,
+    MemoryBody,
+)
+from hippocampus.contracts.routes import (
+    EXPORT_PATH,
+    HEALTH_PATH,
+    HISTORY_PATH,
+    JOB_PATH,
+    MEMORY_PATH,
+    powertools_path,
+)
+from hippocampus.domain.export import ExportService
 from hippocampus.domain.reads import ReadService
 
 router = APIGatewayRouter()
@@ -26,7 +41,12 @@ def read_service() -> ReadService:
     unwired("read_service")
 
 
+def export_service() -> ExportService:
+    unwired("export_service")
+
+
 Reads = Annotated[ReadService, Depends(read_service)]
+Exports = Annotated[ExportService, Depends(export_service)]
 IfNoneMatch = Annotated[
     str | None, Header(alias="If-None-Match", description="304 while the memory still has this ETag")
 ]
@@ -51,13 +71,26 @@ def get_history(
     return reads.get_history(tenant_id, user_id, limit)
 
 
+@router.get(
+    powertools_path(EXPORT_PATH),
+    summary="Everything stored about the user (in pages when long)",
+    responses=ERROR_RESPONSES,
+)
+def export_memory(
+    tenant_id: TenantId, user_id: UserId, exports: Exports, cursor: ExportCursor = None
+) -> ExportDocument:
+    return exports.export(tenant_id, user_id, cursor)
+
+
 @router.get(powertools_path(JOB_PATH), summary="One ingestion job", responses=ERROR_RESPONSES)
 def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
     return reads.get_job(tenant_id, job_id)
 
 
-def direct_actions(reads: Callable[[], ReadService]) -> dict[str, DirectHandler]:
-    """The read actions of a direct invoke, served by the service `reads` provides."""
+def direct_actions(
+    reads: Callable[[], ReadService], exports: Callable[[], ExportService]
+) -> dict[str, DirectHandler]:
+    """The read actions of a direct invoke, served by the services `reads` and `exports` provide."""
 
     def memory(request: DirectInvocation, _: LambdaContext) -> JSON:
         return (
@@ -68,7 +101,11 @@ def direct_actions(reads: Callable[[], ReadService]) -> dict[str, DirectHandler]
         user_id = require(request.user_id, "user_id")
         return reads().get_history(request.tenant_id, user_id, request.limit).model_dump(mode="json")
 
+    def export(request: DirectInvocation, _: LambdaContext) -> JSON:
+        user_id = require(request.user_id, "user_id")
+        return exports().export(request.tenant_id, user_id, request.cursor).model_dump(mode="json")
+
     def job(request: DirectInvocation, _: LambdaContext) -> JSON:
         return reads().get_job(request.tenant_id, require(request.job_id, "job_id")).model_dump(mode="json")
 
-    return {"get_memory": memory, "get_history": history, "get_job": job}
+    return {"get_memory": memory, "get_history": history, "export_memory": export, "get_job": job}

@@ -55,8 +55,25 @@ class DependencyUnavailable(ServiceError):
     code, status = "dependency_unavailable", 503
 
 
+class WriteConflict(ServiceError):
+    """Another request holds the user's facts for writing (docs/api.md "Limits")."""
+
+    code, status = "write_conflict", 409
+
+
 class ConditionFailed(Exception):
-    """A conditional write lost against a concurrent writer (internal; callers retry)."""
+    """A conditional write lost against a concurrent writer (internal; callers retry).
+
+    `failed` holds the positions, in a transaction, of the items whose condition failed (empty when
+    the store does not say)."""
+
+    def __init__(self, message: str, failed: frozenset[int] = frozenset()) -> None:
+        super().__init__(message)
+        self.failed = failed
+
+
+class UserDeleted(ConditionFailed):
+    """The user was deleted (a new generation) after the request read it: nothing was written."""
 
 
 class ConfigurationError(RuntimeError):

@@ -19,3 +19,6 @@ MAX_METADATA_DEPTH: Final = 32
 MAX_HISTORY_LIMIT: Final = 100
 DEFAULT_HISTORY_LIMIT: Final = 20
 MAX_IDEMPOTENCY_KEY_CHARS: Final = 256
+# One page of an export stays under Lambda's 6 MB response limit, whatever it escapes.
+EXPORT_PAGE_BYTES: Final = 4 * 1024 * 1024
+MAX_CURSOR_CHARS: Final = 1024

@@ -19,6 +19,7 @@ from hippocampus.contracts.limits import (
     DEFAULT_HISTORY_LIMIT,
     IDENTIFIER_PATTERN,
     MAX_ADDITIONAL_METADATA_BYTES,
+    MAX_CURSOR_CHARS,
     MAX_CUSTOM_INSTRUCTIONS_CHARS,
     MAX_HISTORY_LIMIT,
     MAX_IDEMPOTENCY_KEY_CHARS,
@@ -151,11 +152,15 @@ class JobError(BaseModel):
     message: str
 
 
+# The error of a job that a delete caught in flight (docs/api.md "Forgetting a user").
+USER_DELETED = JobError(code="user_deleted", message="the user was deleted before this item was condensed")
+
+
 class Job(BaseModel):
     job_id: str
     tenant_id: str
     user_id: str
-    item_id: str
+    item_id: str | None = None  # None once a delete redacted the job
     status: JobStatus
     error: JobError | None = None
     memory_version: int | None = None
@@ -176,6 +181,19 @@ class HistoryVersion(BaseModel):
 
 class HistoryResponse(BaseModel):
     versions: list[HistoryVersion]
+
+
+class ExportDocument(BaseModel):
+    """Everything stored about one user (docs/api.md "Export"); long exports come in pages."""
+
+    tenant_id: str
+    user_id: str
+    exported_at: datetime
+    memory: MemoryBody | None  # the memory and its facts, on the first page only
+    items: list[dict[str, Any]]  # the turns accepted, as sent, while their payloads are kept
+    history: list[HistoryVersion]  # past versions of the summary, newest first
+    jobs: list[Job]  # every ingestion job kept, oldest first
+    next_cursor: str | None  # the next page, or None: nothing more
 
 
 class HealthResponse(BaseModel):
@@ -213,7 +231,14 @@ class CondenseMessage(BaseModel):
 
 
 ActionName = Literal[
-    "get_memory", "get_job", "get_history", "ingest", "put_memory", "delete_memory", "delete_fact"
+    "get_memory",
+    "get_job",
+    "get_history",
+    "export_memory",
+    "ingest",
+    "put_memory",
+    "delete_memory",
+    "delete_fact",
 ]
 
 
@@ -229,6 +254,7 @@ class DirectInvocation(Model):
     memory: str | None = None
     expected_version: int | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)] = DEFAULT_HISTORY_LIMIT
+    cursor: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR_CHARS)] | None = None
     idempotency_key: (
         Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None
     ) = None

@@ -15,9 +15,8 @@ TABLE_PARTITION_KEY: Final = "pk"
 TABLE_SORT_KEY: Final = "sk"
 TABLE_TTL_ATTRIBUTE: Final = "expires_at"
 
-# Idempotency table used by Powertools idempotency (its default attribute names).
-IDEMPOTENCY_PARTITION_KEY: Final = "id"
-IDEMPOTENCY_TTL_ATTRIBUTE: Final = "expiration"
+# Idempotency-Key records (Powertools) live in the memory table, sort key `<prefix>#<hash>`.
+IDEMPOTENCY_KEY_PREFIX: Final = "ingest"
 
 # S3 archive bucket prefixes, each with its own lifecycle expiration.
 RAW_PREFIX: Final = "raw/"
@@ -31,6 +30,10 @@ VISIBILITY_TO_TIMEOUT_RATIO: Final = 6
 # Room for the worst case of one user's condensation at the default LLM timeout (see
 # `condensation_budget_s`), plus the reads and the conditional write.
 CONDENSER_TIMEOUT_S: Final = 120
+INGEST_TIMEOUT_S: Final = 15
+# A request writing a user's facts holds them this long at most: longer than the ingest function
+# can run, so a holder never outlives its hold (docs/api.md "Limits").
+FACT_WRITE_LEASE_S: Final = INGEST_TIMEOUT_S + 5
 QUEUE_VISIBILITY_TIMEOUT_S: Final = CONDENSER_TIMEOUT_S * VISIBILITY_TO_TIMEOUT_RATIO
 QUEUE_RETENTION_DAYS: Final = 4
 DLQ_RETENTION_DAYS: Final = 14
@@ -54,7 +57,6 @@ DEFAULT_BEDROCK_MODEL: Final = "amazon.nova-lite-v1:0"
 
 # Resource base names: `resource_name(stage, base)` gives `hippocampus-<stage>-<base>`.
 TABLE_NAME: Final = "memory"
-IDEMPOTENCY_TABLE_NAME: Final = "idempotency"
 BUCKET_NAME: Final = "archive"
 QUEUE_NAME: Final = "ingest.fifo"
 DLQ_NAME: Final = "ingest-dlq.fifo"

@@ -75,9 +75,21 @@ class MemoryStore(Protocol):
         transaction (the applied-job ledger); raises ConditionFailed when another writer won."""
         ...
 
-    def put_fact(self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int) -> None:
+    def put_fact(
+        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
+    ) -> None:
         """Store the fact and its completed job in one transaction, while the user is still at
-        `generation`; raises ConditionFailed (and writes nothing) when a delete came first."""
+        `generation` and `lease` holds its facts; raises UserDeleted (and writes nothing) when a
+        delete came first, ConditionFailed when the lease was lost."""
+        ...
+
+    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
+        """Hold the user's facts for writing under `lease` for `seconds`, unless another live lease
+        holds them (then False)."""
+        ...
+
+    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
+        """Let go of `lease` (nothing happens if it is no longer the holder)."""
         ...
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool: ...
@@ -101,6 +113,15 @@ class JobStore(Protocol):
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id, in one batch read."""
+        ...
+
+    def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
+        """Every job record kept of the user, newest first."""
+        ...
+
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+        """Erase the user's jobs of the generations before `generation` (a job still queued or
+        processing is kept as `skipped`, its item id removed) and its Idempotency-Key records."""
         ...
 
     def set_job_status(
@@ -130,8 +151,14 @@ class ArchiveStore(Protocol):
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None: ...
 
-    def list_history(self, tenant_id: str, user_id: str, generation: int, limit: int) -> list[HistoryVersion]:
-        """Newest first."""
+    def list_history(
+        self, tenant_id: str, user_id: str, generation: int, limit: int | None
+    ) -> list[HistoryVersion]:
+        """Newest first; every version when `limit` is None."""
+        ...
+
+    def list_raw(self, tenant_id: str, user_id: str, generation: int) -> dict[str, dict[str, Any]]:
+        """The payloads of the user's `generation` still stored, by key."""
         ...
 
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None: ...

@@ -17,6 +17,7 @@ MEMORY_PATH: Final = TENANT_PREFIX + "/users/{user_id}/memory"
 HEALTH_PATH: Final = "/v1/health"
 OPENAPI_PATH: Final = "/v1/openapi.json"
 HISTORY_PATH: Final = MEMORY_PATH + "/history"
+EXPORT_PATH: Final = MEMORY_PATH + "/export"
 JOB_PATH: Final = TENANT_PREFIX + "/jobs/{job_id}"
 FACT_PATH: Final = MEMORY_PATH + "/facts/{fact_id}"
 
@@ -33,6 +34,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", OPENAPI_PATH, "get_memory"),
     Route("GET", MEMORY_PATH, "get_memory"),
     Route("GET", HISTORY_PATH, "get_memory"),
+    Route("GET", EXPORT_PATH, "get_memory"),
     Route("GET", JOB_PATH, "get_memory"),
     Route("POST", MEMORY_PATH, "ingest"),
     Route("PUT", MEMORY_PATH, "ingest"),

@@ -8,7 +8,7 @@ from hippocampus.contracts.errors import (
     VersionConflict,
 )
 from hippocampus.contracts.models import HistoryVersion, MemoryBody
-from hippocampus.contracts.ports import ArchiveStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
@@ -21,12 +21,14 @@ class EditService:
     def __init__(
         self,
         store: MemoryStore,
+        jobs: JobStore,
         archive: ArchiveStore,
         tracing: Tracing,
         max_words: int,
         clock: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._jobs = jobs
         self._archive = archive
         self._history = HistoryArchive(store, archive, tracing)
         self._tracing = tracing
@@ -72,9 +74,12 @@ class EditService:
         return memory_body(tenant_id, user_id, new_state, facts)
 
     def delete_memory(self, tenant_id: str, user_id: str) -> None:
-        """The tombstone first (every queued item of the old generation is then skipped), then S3."""
+        """The tombstone first (every queued item of the old generation is then skipped), then the
+        jobs and request records, then S3. A delete that fails half-way is safe to send again."""
         with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):
             generation = self._store.erase_user(tenant_id, user_id)
+        with self._tracing.span("dynamodb.erase_jobs", tenant_id=tenant_id):
+            self._jobs.erase_user(tenant_id, user_id, generation)
         with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
             self._archive.erase_user(tenant_id, user_id, generation)
         record_metric(MetricName.DELETES)

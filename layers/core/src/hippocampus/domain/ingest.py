@@ -6,12 +6,14 @@ own. A payload of an old generation that lands after a delete listed raw/ is era
 condenser, which skips its items (their messages carry the old generation).
 """
 
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from hippocampus.contracts.errors import ConditionFailed, LimitExceeded
+from hippocampus.contracts.errors import ConditionFailed, LimitExceeded, UserDeleted, WriteConflict
 from hippocampus.contracts.limits import MAX_FACT_BYTES_PER_USER, MAX_FACTS_PER_USER
 from hippocampus.contracts.models import (
     CondenseMessage,
@@ -23,6 +25,7 @@ from hippocampus.contracts.models import (
     JobsResponse,
     compact_json_size,
 )
+from hippocampus.contracts.names import FACT_WRITE_LEASE_S
 from hippocampus.contracts.ports import ArchiveStore, JobQueue, JobStore, MemoryState, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
@@ -31,6 +34,10 @@ from hippocampus.observability import MetricName, logger, record_metric
 FACT_FIELDS = {"id", "text", "metadata", "additional_metadata"}
 # What one fact adds to the stored item besides its fields (keys, generation, timestamps).
 FACT_OVERHEAD_BYTES = 32
+# How long a request waits for another one writing the same user's facts, and its pauses.
+LEASE_WAIT_S = 5.0
+LEASE_FIRST_PAUSE_S = 0.05
+LEASE_MAX_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,10 @@ class IngestService:
         queue: Callable[[], JobQueue],
         tracing: Tracing,
         clock: Clock = utc_now,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
+        self._sleep = sleep
         self._jobs = jobs
         self._archive = archive
         self._queue = queue
@@ -85,19 +94,66 @@ class IngestService:
 
     def ingest(self, tenant_id: str, user_id: str, request: IngestRequest, request_id: str) -> JobsResponse:
         items = with_ids(request.items)
+        try:
+            return self._ingest(tenant_id, user_id, items, request_id)
+        except UserDeleted:
+            # A delete came between this request's read and its writes: what it wrote of the old
+            # generation is the delete's to erase, and the request is applied after the delete.
+            logger.info(
+                "user deleted during ingest; applying after the delete", extra={"tenant_id": tenant_id}
+            )
+        try:
+            return self._ingest(tenant_id, user_id, items, request_id)
+        except UserDeleted as error:
+            raise WriteConflict("the user was deleted twice while this request ran; send it again") from error
+
+    def _ingest(self, tenant_id: str, user_id: str, items: list[IngestItem], request_id: str) -> JobsResponse:
         turns: dict[int, _Turn] = {}
         for index, item in enumerate(items):
             if item.infer:
                 turns[index] = _Turn(len(turns), item)
-        needs_facts = len(turns) < len(items)
+        with self._facts_held(tenant_id, user_id, needs=len(turns) < len(items)) as lease:
+            return self._accept_all(tenant_id, user_id, items, turns, request_id, lease)
+
+    @contextmanager
+    def _facts_held(self, tenant_id: str, user_id: str, needs: bool) -> Iterator[str | None]:
+        """The user's facts held for this request alone, if it writes facts: the limits are checked
+        and the facts written with no other writer in between (docs/api.md "Limits")."""
+        if not needs:
+            yield None
+            return
+        lease = uuid.uuid4().hex
+        pause = LEASE_FIRST_PAUSE_S
+        waited = 0.0
+        while not self._store.hold_facts(tenant_id, user_id, lease, FACT_WRITE_LEASE_S):
+            if waited >= LEASE_WAIT_S:
+                record_metric(MetricName.FACT_WRITE_CONFLICTS)
+                raise WriteConflict("another request is writing this user's facts; send the request again")
+            self._sleep(pause)
+            waited += pause
+            pause = min(pause * 2, LEASE_MAX_PAUSE_S)
+        try:
+            yield lease
+        finally:
+            self._store.release_facts(tenant_id, user_id, lease)
+
+    def _accept_all(
+        self,
+        tenant_id: str,
+        user_id: str,
+        items: list[IngestItem],
+        turns: dict[int, _Turn],
+        request_id: str,
+        lease: str | None,
+    ) -> JobsResponse:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
-            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=needs_facts)
-        if needs_facts:
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=lease is not None)
+        if lease is not None:
             check_fact_limits(items, facts)  # before anything is written: a 422 changes nothing
         raw_key = self._store_raw(tenant_id, user_id, state.generation, request_id, list(turns.values()))
         queued: list[tuple[_Turn, Job]] = []
         try:
-            jobs = self._accept(tenant_id, user_id, items, turns, state, queued)
+            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease)
         except Exception:
             self._undo(tenant_id, queued, raw_key)
             raise
@@ -131,6 +187,7 @@ class IngestService:
         turns: dict[int, _Turn],
         state: MemoryState,
         queued: list[tuple[_Turn, Job]],
+        lease: str | None,
     ) -> list[Job]:
         """Create every item's job and write the facts; new turn jobs go to `queued`, to be sent."""
         now = self._clock()
@@ -138,7 +195,8 @@ class IngestService:
         for index, item in enumerate(items):
             turn = turns.get(index)
             if turn is None:
-                jobs.append(self._write_fact(tenant_id, user_id, item, state, now))
+                assert lease is not None  # a request with facts holds the user's facts
+                jobs.append(self._write_fact(tenant_id, user_id, item, state, now, lease))
                 continue
             job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now)
             if created:
@@ -158,7 +216,7 @@ class IngestService:
             return self._jobs.create_job(job, generation)
 
     def _write_fact(
-        self, tenant_id: str, user_id: str, item: IngestItem, state: MemoryState, now: datetime
+        self, tenant_id: str, user_id: str, item: IngestItem, state: MemoryState, now: datetime, lease: str
     ) -> Job:
         """The fact and its completed job in one transaction. Sending a fact again always writes it."""
         assert item.id is not None and item.text is not None  # a fact always has text (IngestItem)
@@ -175,11 +233,12 @@ class IngestService:
         )
         try:
             with self._tracing.span("dynamodb.put_fact", tenant_id=tenant_id, job_id=job_id):
-                self._store.put_fact(tenant_id, user_id, fact, job, state.generation)
-        except ConditionFailed:
-            # The user was deleted after this request read it: deletion wins, the fact is not kept.
-            skipped = job.model_copy(update={"status": "skipped", "memory_version": None})
-            return self._jobs.create_job(skipped, state.generation)[0]
+                self._store.put_fact(tenant_id, user_id, fact, job, state.generation, lease)
+        except UserDeleted:
+            raise
+        except ConditionFailed as error:
+            # Only a holder that outlived its lease gets here (it is longer than the function's timeout).
+            raise WriteConflict("this request lost its hold on the user's facts; send it again") from error
         record_metric(MetricName.FACTS_WRITTEN)
         return job
 
@@ -197,7 +256,7 @@ class IngestService:
                 job_id=job.job_id,
                 tenant_id=tenant_id,
                 user_id=user_id,
-                item_id=job.item_id,
+                item_id=turn.item.id,
                 generation=generation,
                 raw_key=raw_key,
                 raw_index=turn.raw_index,

@@ -1,0 +1,141 @@
+"""The right of access (GET …/memory/export): everything stored about one user, in one document.
+
+The counterpart of forgetting a user (docs/api.md "Export"): the memory and its facts, the turns
+accepted as sent (while their payloads are kept), every past version of the summary and every job
+record. A document that would not fit one response comes in pages: the memory on the first, then
+items, history and jobs in a fixed order, each page up to `page_bytes`; `next_cursor` resumes after
+the last entry given, so entries written meanwhile are not given twice.
+"""
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hippocampus.contracts.errors import ValidationFailed
+from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
+from hippocampus.contracts.models import ExportDocument, HistoryVersion, Job
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, Tracing
+from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.reads import memory_body
+from hippocampus.observability import MetricName, record_metric
+
+SECTIONS = ("items", "history", "jobs")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    section: int  # its place in SECTIONS
+    key: str  # ascending within a section, in the order entries are given
+    value: dict[str, Any]
+
+
+def encode_cursor(section: int, key: str) -> str:
+    raw = json.dumps([section, key], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """The position a cursor resumes after; 422 naming `cursor` for anything this service did not write."""
+    try:
+        section, key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError, binascii.Error):
+        section, key = None, None
+    if not isinstance(section, int) or not 0 <= section < len(SECTIONS) or not isinstance(key, str):
+        raise ValidationFailed(
+            "cursor is not one this service gave",
+            [{"field": "cursor", "message": "not a cursor of this export", "type": "value_error"}],
+        )
+    return section, key
+
+
+def _size(value: object) -> int:
+    # ASCII-escaped: the most a response can take to carry it.
+    return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+class ExportService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        jobs: JobStore,
+        archive: ArchiveStore,
+        tracing: Tracing,
+        clock: Clock = utc_now,
+        page_bytes: int = EXPORT_PAGE_BYTES,
+    ) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._archive = archive
+        self._tracing = tracing
+        self._clock = clock
+        self._page_bytes = page_bytes
+
+    def export(self, tenant_id: str, user_id: str, cursor: str | None = None) -> ExportDocument:
+        after = decode_cursor(cursor) if cursor is not None else None
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
+        memory = memory_body(tenant_id, user_id, state, facts) if after is None else None
+        used = _size(memory.model_dump(mode="json")) if memory else 0
+        page: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
+        given = 0 if memory is None else 1
+        resume: tuple[int, str] | None = None
+        position = after or (0, "")
+        for entry in self._entries(tenant_id, user_id, state.generation, after):
+            size = _size(entry.value)
+            if given and used + size > self._page_bytes:
+                resume = position  # every page gives something: the memory, or one entry at least
+                break
+            page[SECTIONS[entry.section]].append(entry.value)
+            used += size
+            given += 1
+            position = (entry.section, entry.key)
+        record_metric(MetricName.EXPORTS)
+        return ExportDocument(
+            tenant_id=tenant_id,
+            user_id=user_id,
+            exported_at=self._clock(),
+            memory=memory,
+            items=page["items"],
+            history=[HistoryVersion.model_validate(value) for value in page["history"]],
+            jobs=[Job.model_validate(value) for value in page["jobs"]],
+            next_cursor=encode_cursor(*resume) if resume is not None else None,
+        )
+
+    def _entries(
+        self, tenant_id: str, user_id: str, generation: int, after: tuple[int, str] | None
+    ) -> Iterator[_Entry]:
+        """Every entry after `after`, section by section; a section is read only when reached."""
+        start_section, start_key = after if after is not None else (0, "")
+        readers = (self._items, self._history, self._job_entries)
+        for section in range(start_section, len(SECTIONS)):
+            for entry in readers[section](tenant_id, user_id, generation):
+                if section > start_section or after is None or entry.key > start_key:
+                    yield entry
+
+    def _items(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        with self._tracing.span("s3.list_raw", tenant_id=tenant_id):
+            payloads = self._archive.list_raw(tenant_id, user_id, generation)
+        entries = [
+            _Entry(0, f"{key}#{index:03d}", item)
+            for key, payload in payloads.items()
+            for index, item in enumerate(payload.get("items", []))
+        ]
+        return sorted(entries, key=lambda entry: entry.key)
+
+    def _history(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        with self._tracing.span("s3.list_history", tenant_id=tenant_id):
+            versions = self._archive.list_history(tenant_id, user_id, generation, None)
+        # Newest first: the key counts down as the version goes up.
+        return [_Entry(1, f"{10**12 - v.version:012d}", v.model_dump(mode="json")) for v in versions]
+
+    def _job_entries(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        with self._tracing.span("dynamodb.list_user_jobs", tenant_id=tenant_id):
+            jobs = self._jobs.list_user_jobs(tenant_id, user_id)
+        entries = [
+            _Entry(2, f"{job.created_at.isoformat()}|{job.job_id}", job.model_dump(mode="json"))
+            for job in jobs
+        ]
+        return sorted(entries, key=lambda entry: entry.key)

@@ -1,0 +1,111 @@
+"""On DynamoDB and S3 (moto): a delete leaves nothing of the user in the table, the export gives
+back everything stored, and the facts limit holds against a concurrent writer
+(docs/api.md "Forgetting a user", "Export", "Limits")."""
+
+import boto3
+import pytest
+
+from hippocampus import wiring
+from hippocampus.adapters.llm.offline import OfflineModel
+from hippocampus.domain import ingest as ingest_module
+from tests.support.clients import ClientProxy, proxied_service
+from tests.support.lambda_harness import Context
+
+USER = "/v1/tenants/acme/users/alice/memory"
+
+
+@pytest.fixture
+def clients(aws, monkeypatch):
+    wiring.reset()
+    return {name: ClientProxy(boto3.client(name)) for name in ("dynamodb", "s3", "sqs")}
+
+
+@pytest.fixture
+def proxied(aws, clients):
+    return proxied_service(aws, **clients, model=OfflineModel())
+
+
+def table_items(aws, user="alice"):
+    """Every item of the table that names the user (its key, or a job's attributes)."""
+    items = boto3.client("dynamodb").scan(TableName=aws.table_name)["Items"]
+    return [
+        item for item in items if f"#U#{user}" in item["pk"]["S"] or item.get("user_id", {}).get("S") == user
+    ]
+
+
+def test_a_delete_leaves_only_the_redacted_jobs_it_caught(service, aws):
+    service.call(
+        "POST", USER, {"items": [{"id": "t1", "text": "I sell candles."}]}, headers={"Idempotency-Key": "k1"}
+    )
+    service.drain()
+    service.call("POST", USER, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    caught = service.call("POST", USER, {"items": [{"id": "t2", "text": "I moved to Paris."}]}).body["jobs"][
+        0
+    ]
+    assert any(item["sk"]["S"].startswith("ingest#") for item in table_items(aws))  # the key's record
+    assert service.call("DELETE", USER).status == 204
+    left = [item for item in table_items(aws) if item["sk"]["S"] != "MEMORY"]  # the tombstone
+    assert [(item["sk"]["S"], item["status"]["S"], "item_id" in item) for item in left] == [
+        ("JOB", "skipped", False)
+    ]
+    assert (
+        service.call("GET", f"/v1/tenants/acme/jobs/{caught['job_id']}").body["error"]["code"]
+        == "user_deleted"
+    )
+    service.drain()  # its message arrives: nothing comes back
+    assert sorted(item["sk"]["S"] for item in table_items(aws)) == ["JOB", "MEMORY"]
+
+
+def test_a_replayed_idempotency_key_after_a_delete_ingests_again(service):
+    body, key = {"items": [{"id": "t1", "text": "I sell candles."}]}, {"Idempotency-Key": "k1"}
+    first = service.call("POST", USER, body, headers=key).body
+    assert service.call("POST", USER, body, headers=key).body == first  # a replay
+    service.call("DELETE", USER)
+    again = service.call("POST", USER, body, headers=key)
+    assert again.status == 202 and again.body != first
+    service.drain()
+    assert "candles" in service.call("GET", USER).body["memory"]
+
+
+def test_the_export_holds_memory_facts_items_history_and_jobs(service):
+    service.call("POST", USER, {"items": [{"id": "t1", "text": "I sell handmade candles."}]})
+    service.drain()
+    service.call("POST", USER, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    export = service.call("GET", USER + "/export")
+    assert export.status == 200 and export.body["next_cursor"] is None
+    body = export.body
+    assert "candles" in body["memory"]["memory"] and body["memory"]["facts"][0]["id"] == "f1"
+    assert [item["text"] for item in body["items"]] == ["I sell handmade candles."]
+    assert [version["version"] for version in body["history"]] == [1]
+    assert [(job["item_id"], job["status"]) for job in body["jobs"]] == [
+        ("t1", "completed"),
+        ("f1", "completed"),
+    ]
+    direct = service.get_memory.lambda_handler(
+        {"action": "export_memory", "tenant_id": "acme", "user_id": "alice"}, Context()
+    )
+    assert direct | {"exported_at": body["exported_at"]} == body
+
+
+def test_a_concurrent_fact_writer_waits_and_the_limit_is_never_overshot(proxied, clients, monkeypatch):
+    # The limit made small (20 facts instead of 200) to keep the test fast: the rule is the same.
+    monkeypatch.setattr(ingest_module, "MAX_FACTS_PER_USER", 20)
+    monkeypatch.setattr(ingest_module, "LEASE_WAIT_S", 0.2)
+    facts = lambda prefix, count: [{"id": f"{prefix}{i}", "text": "x", "infer": False} for i in range(count)]  # noqa: E731
+    assert proxied.call("POST", USER, {"items": facts("a", 15)}).status == 202
+    answers = []
+
+    def another_request_meanwhile(**request):
+        # While this request writes its facts, a second one adds 4 more: it must not get in.
+        if not answers:
+            answers.append(proxied.call("POST", USER, {"items": facts("c", 4)}))
+        return clients["dynamodb"].target.transact_write_items(**request)
+
+    clients["dynamodb"].intercept("transact_write_items", another_request_meanwhile)
+    assert proxied.call("POST", USER, {"items": facts("d", 4)}).status == 202
+    clients["dynamodb"].restore("transact_write_items")
+    assert (answers[0].status, answers[0].body["error"]["code"]) == (409, "write_conflict")
+    assert len(proxied.call("GET", USER).body["facts"]) == 19
+    late = proxied.call("POST", USER, {"items": facts("c", 4)})  # sent again: now the limit answers
+    assert (late.status, late.body["error"]["code"]) == (422, "limit_exceeded")
+    assert len(proxied.call("GET", USER).body["facts"]) == 19

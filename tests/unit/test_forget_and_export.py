@@ -1,0 +1,164 @@
+"""Forgetting a user forgets its jobs and Idempotency-Key records; the export gives back everything
+stored; a request writing facts holds them alone (docs/api.md "Forgetting a user", "Export", "Limits")."""
+
+import json
+from typing import Any
+
+import pytest
+
+from hippocampus.api import read_routes, write_routes
+from hippocampus.api.entry import api_function
+from hippocampus.contracts.errors import NotFound, WriteConflict
+from hippocampus.contracts.models import IngestRequest
+from tests.support.fakes import Ports, ScriptedModel
+from tests.support.lambda_harness import Context, api_event
+
+T, U = "acme", "alice"
+MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports()
+
+
+@pytest.fixture
+def call(ports):
+    reads = api_function(
+        [read_routes.router],
+        read_routes.direct_actions(ports.reads, ports.exports),
+        {read_routes.read_service: ports.reads, read_routes.export_service: ports.exports},
+    )
+    edits, ingest = ports.edits(), ports.idempotent_ingest()
+    writes = api_function(
+        [write_routes.router],
+        write_routes.direct_actions(lambda: ingest, lambda: edits),
+        {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+    )
+
+    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+        handler = reads if method == "GET" else writes
+        response = handler(api_event(method, path, body, **kwargs), Context())
+        return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
+
+    return call
+
+
+def ingest(ports: Ports, *items: dict[str, Any]) -> list[Any]:
+    request = IngestRequest.model_validate({"items": list(items)})
+    return ports.ingest().ingest(T, U, request, f"r{len(ports.archive.raw)}").jobs
+
+
+def condense(ports: Ports, answer: str = "Alice sells candles.") -> None:
+    ports.consolidation(ScriptedModel(answer)).process_batch(ports.queued())
+    ports.queue.messages.clear()
+
+
+def test_a_delete_erases_finished_jobs_and_keeps_a_job_in_flight_redacted_as_skipped(ports):
+    done = ingest(ports, {"id": "t1", "text": "I sell candles."})[0]
+    condense(ports)
+    fact = ingest(ports, {"id": "f1", "text": "Likes tea.", "infer": False})[0]
+    in_flight = ingest(ports, {"id": "t2", "text": "I moved to Paris."})[0]
+    ports.edits().delete_memory(T, U)
+    for job in (done, fact):
+        with pytest.raises(NotFound):
+            ports.reads().get_job(T, job.job_id)
+    caught = ports.reads().get_job(T, in_flight.job_id)
+    assert (caught.status, caught.item_id, caught.memory_version) == ("skipped", None, None)
+    assert caught.error is not None and caught.error.code == "user_deleted"
+    model = ScriptedModel("Alice moved to Paris.")
+    ports.consolidation(model).process_batch(ports.queued())  # the queued message arrives late
+    assert model.calls == 0 and ports.reads().get_job(T, in_flight.job_id) == caught
+
+
+def test_a_replayed_idempotency_key_after_a_delete_is_a_new_request(call, ports):
+    body = {"items": [{"id": "t1", "text": "I sell candles."}]}
+    key = {"Idempotency-Key": "k-1"}
+    status, first = call("POST", MEMORY, body, headers=key)
+    assert status == 202 and ports.idempotency[(T, U)]
+    assert call("DELETE", MEMORY)[0] == 204
+    assert ports.idempotency.get((T, U), {}) == {}  # the record went with the user
+    status, replay = call("POST", MEMORY, body, headers=key)
+    assert status == 202 and replay != first  # a job of the user's new life
+    assert [message.generation for message, _ in ports.queue.messages] == [0, 1]
+    condense(ports)
+    assert call("GET", f"/v1/tenants/{T}/jobs/{replay['jobs'][0]['job_id']}")[1]["status"] == "completed"
+
+
+def test_the_export_holds_everything_stored_about_the_user(call, ports):
+    call("POST", MEMORY, {"items": [{"id": "t1", "text": "I sell candles."}]})
+    condense(ports)
+    call("POST", MEMORY, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    call("PUT", MEMORY, {"memory": "Alice sells candles in Lyon.", "expected_version": 1})
+    status, export = call("GET", MEMORY + "/export")
+    assert status == 200 and export["next_cursor"] is None
+    assert export["memory"]["memory"] == "Alice sells candles in Lyon."
+    assert [fact["text"] for fact in export["memory"]["facts"]] == ["Likes tea."]
+    assert [item["text"] for item in export["items"]] == ["I sell candles."]
+    assert [version["version"] for version in export["history"]] == [2, 1]
+    assert [job["item_id"] for job in export["jobs"]] == ["t1", "f1"]
+    assert call("DELETE", MEMORY)[0] == 204
+    _, after = call("GET", MEMORY + "/export")
+    assert (after["memory"]["memory"], after["memory"]["facts"]) == (None, [])
+    assert (after["items"], after["history"], after["jobs"]) == ([], [], [])
+
+
+def test_a_long_export_comes_in_pages_that_add_up_to_the_whole(ports):
+    for index in range(6):
+        ingest(ports, {"id": f"t{index}", "text": f"Turn number {index}. " + "words " * 40})
+        condense(ports, f"Alice said {index} things.")
+    whole = ports.exports().export(T, U)
+    assert whole.next_cursor is None and (len(whole.items), len(whole.history), len(whole.jobs)) == (6, 6, 6)
+    exports = ports.exports(page_bytes=700)
+    pages = [exports.export(T, U)]
+    while pages[-1].next_cursor is not None:
+        pages.append(exports.export(T, U, pages[-1].next_cursor))
+    assert len(pages) > 3 and pages[0].memory == whole.memory
+    assert all(page.memory is None for page in pages[1:])
+    assert [item for page in pages for item in page.items] == whole.items
+    assert [version for page in pages for version in page.history] == whole.history
+    assert [job for page in pages for job in page.jobs] == whole.jobs
+
+
+def test_no_entry_comes_twice_when_history_grows_between_pages(ports):
+    for index in range(3):
+        ingest(ports, {"id": f"t{index}", "text": f"Turn {index}."})
+        condense(ports, f"Version {index + 1}.")
+    exports = ports.exports(page_bytes=400)
+    first = exports.export(T, U)
+    ingest(ports, {"id": "t9", "text": "A later turn."})
+    condense(ports, "Version 4.")  # newest first: the entries after the cursor do not shift
+    rest = []
+    cursor = first.next_cursor
+    while cursor is not None:
+        page = exports.export(T, U, cursor)
+        rest.append(page)
+        cursor = page.next_cursor
+    versions = [v.version for page in [first, *rest] for v in page.history]
+    assert versions == sorted(set(versions), reverse=True) and {1, 2, 3} <= set(versions)
+
+
+def test_a_request_waits_for_the_facts_another_request_holds_then_answers_409(ports):
+    assert ports.store.hold_facts(T, U, "another-request", seconds=60)
+    pauses: list[float] = []
+    service = ports.ingest()
+    service._sleep = pauses.append  # the wait, without waiting
+    with pytest.raises(WriteConflict):
+        service.ingest(
+            T, U, IngestRequest.model_validate({"items": [{"text": "Likes tea.", "infer": False}]}), "r"
+        )
+    assert sum(pauses) >= 5 and max(pauses) <= 0.5
+    assert ports.jobs.jobs == {} and ports.reads().get_memory(T, U).facts == []
+
+
+def test_a_request_of_turns_only_does_not_wait_for_the_facts(ports):
+    assert ports.store.hold_facts(T, U, "another-request", seconds=60)
+    assert ingest(ports, {"text": "I sell candles."})[0].status == "queued"
+
+
+def test_a_fact_request_lets_go_of_the_facts_even_when_refused(ports):
+    for index in range(200):
+        ingest(ports, {"id": f"f{index}", "text": "x", "infer": False})
+    with pytest.raises(Exception, match="at most 200 facts"):
+        ingest(ports, {"id": "one-more", "text": "x", "infer": False})
+    assert ports.store.leases == {}
