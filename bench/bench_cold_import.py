@@ -24,6 +24,7 @@ ENVIRONMENT = {
     "MEMORY_TABLE_NAME": "table",
     "MEMORY_BUCKET_NAME": "bucket",
     "MEMORY_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo",
+    "MEMORY_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq.fifo",
     "MEMORY_TRACING": "xray",
     "PYTHONDONTWRITEBYTECODE": "1",
 }

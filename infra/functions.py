@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 import aws_cdk as cdk
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -170,6 +172,7 @@ class Functions(Construct):
                 table=storage.table.table_name,
                 bucket=storage.bucket.bucket_name,
                 queue_url=queueing.queue.queue_url,
+                dlq_url=queueing.dlq.queue_url,
             ),
         )
         self.by_name: dict[FunctionName, ServiceFunction] = {}
@@ -264,6 +267,17 @@ class Functions(Construct):
                 report_batch_item_failures=True,
                 max_concurrency=config.condenser_max_concurrency,
             )
+        )
+        # Its scheduled pass reads the DLQ without consuming it (domain/dead_letters.py): receive only.
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:ReceiveMessage"], resources=[queueing.dlq.queue_arn])
+        )
+        events.Rule(
+            self,
+            "DeadLetterPass",
+            description="Closes the jobs of messages the condenser dead-lettered without closing them.",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(schema.DEAD_LETTER_PASS_MINUTES)),
+            targets=[events_targets.LambdaFunction(service_function.function, retry_attempts=2)],
         )
         # openai only: the API key's secret, by name; bedrock is authorised by IAM alone (no secret).
         self.llm_secret: secretsmanager.ISecret | None = None

@@ -60,6 +60,7 @@ class ResourceNames:
     table: str
     bucket: str
     queue_url: str
+    dlq_url: str
 
 
 def function_environments(
@@ -84,6 +85,7 @@ def function_environments(
         **common,
         "MEMORY_LLM_PROVIDER": config.llm_provider,
         "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
+        "MEMORY_DLQ_URL": resources.dlq_url,
     }
     if config.resolved_llm_model:
         condenser["MEMORY_LLM_MODEL"] = config.resolved_llm_model

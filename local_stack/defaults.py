@@ -37,6 +37,7 @@ NOT_FROM_THE_DEPLOYMENT = frozenset(
         "MEMORY_TABLE_NAME",
         "MEMORY_BUCKET_NAME",
         "MEMORY_QUEUE_URL",
+        "MEMORY_DLQ_URL",
     }
 )
 
@@ -44,7 +45,7 @@ NOT_FROM_THE_DEPLOYMENT = frozenset(
 def load() -> Deployment:
     """The deployment as cdk.json declares it."""
     config = config_from_cdk_json()
-    deployed = function_environments(config, ResourceNames(table="", bucket="", queue_url=""))
+    deployed = function_environments(config, ResourceNames(table="", bucket="", queue_url="", dlq_url=""))
     environment = {
         name: value
         for variables in deployed.values()

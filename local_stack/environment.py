@@ -70,6 +70,7 @@ def runtime_environment(
             "MEMORY_TABLE_NAME": resources.table_name,
             "MEMORY_BUCKET_NAME": resources.bucket_name,
             "MEMORY_QUEUE_URL": resources.queue_url,
+            "MEMORY_DLQ_URL": resources.dlq_url,
             # No instance metadata service on a workstation: do not wait for one.
             "AWS_EC2_METADATA_DISABLED": "true",
         }

@@ -48,7 +48,7 @@ def test_config_and_build_tools_do_not_import_aws_cdk() -> None:
 
 def test_function_environments_from_plain_names() -> None:
     """What each function is told, without CDK: the local stack can give each function exactly this."""
-    resources = ResourceNames(table="t", bucket="b", queue_url="https://q")
+    resources = ResourceNames(table="t", bucket="b", queue_url="https://q", dlq_url="https://dlq")
     config = load_config(ctx(llm_provider="openai", memory_ttl_days=7, tracing=False))
     environments = function_environments(config, resources)
     assert set(environments) == set(FUNCTION_NAMES)
@@ -64,7 +64,7 @@ def test_function_environments_from_plain_names() -> None:
 
 
 def test_openai_endpoint_and_named_secret_reach_the_condenser_only() -> None:
-    resources = ResourceNames(table="t", bucket="b", queue_url="https://q")
+    resources = ResourceNames(table="t", bucket="b", queue_url="https://q", dlq_url="https://dlq")
     config = load_config(
         ctx(llm_provider="openai", llm_base_url="https://llm.example.com/v1", llm_secret_name="shared/openai")
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 from aws_cdk.assertions import Match
 
@@ -181,6 +182,25 @@ def test_condenser_reads_raw_archives_history_and_consumes_the_queue(default_syn
     assert len(grants["dynamodb:PutItem"]) == 1  # the memory table only
     # The offline provider calls nothing: neither a secret nor Bedrock.
     assert not [a for a in grants if a.startswith(("secretsmanager:", "bedrock:"))]
+
+
+def test_a_schedule_runs_the_condensers_dead_letter_pass_which_may_only_read_the_dlq(
+    default_synth: Synth,
+) -> None:
+    template = default_synth.template
+    (dlq,) = [
+        logical
+        for logical, queue in template.find_resources("AWS::SQS::Queue").items()
+        if "ingest-dlq" in json.dumps(queue["Properties"].get("QueueName", ""))
+    ]
+    (rule,) = template.find_resources("AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == f"rate({schema.DEAD_LETTER_PASS_MINUTES} minutes)"
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [default_synth.function_id("condenser"), "Arn"]}
+    grants = granted(default_synth, default_synth.role_id("condenser"))
+    on_dlq = {action for action, resources in grants.items() if "${" + dlq + ".Arn}" in resources}
+    assert on_dlq == {"sqs:ReceiveMessage"}  # it never deletes a dead letter: they stay for a redrive
+    assert default_synth.function("condenser")["Environment"]["Variables"]["MEMORY_DLQ_URL"] == {"Ref": dlq}
 
 
 def test_each_function_writes_its_own_log_group_only(default_synth: Synth) -> None:

@@ -34,7 +34,7 @@ CONFIG = load_config(
     }
 )
 RESOURCES = ResourceNames(
-    table="dummy-table", bucket="dummy-bucket", queue_url="https://q"
+    table="dummy-table", bucket="dummy-bucket", queue_url="https://q", dlq_url="https://dlq"
 )
 
 # What the Lambda Python runtime ships besides the standard library (/var/runtime).

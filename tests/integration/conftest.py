@@ -30,6 +30,7 @@ def aws(monkeypatch):
         monkeypatch.setenv("MEMORY_TABLE_NAME", resources.table_name)
         monkeypatch.setenv("MEMORY_BUCKET_NAME", resources.bucket_name)
         monkeypatch.setenv("MEMORY_QUEUE_URL", resources.queue_url)
+        monkeypatch.setenv("MEMORY_DLQ_URL", resources.dlq_url)
         wiring.reset()
         yield resources
         wiring.reset()

@@ -109,3 +109,27 @@ def test_a_concurrent_fact_writer_waits_and_the_limit_is_never_overshot(proxied,
     late = proxied.call("POST", USER, {"items": facts("c", 4)})  # sent again: now the limit answers
     assert (late.status, late.body["error"]["code"]) == (422, "limit_exceeded")
     assert len(proxied.call("GET", USER).body["facts"]) == 19
+
+
+def test_a_message_dead_lettered_by_a_crashed_condenser_leaves_no_open_job(service, aws):
+    """The condenser died on the last delivery: SQS moved the message, the job still says processing."""
+    (job,) = service.call("POST", USER, {"items": [{"id": "t1", "text": "I sell candles."}]}).body["jobs"]
+    sqs = boto3.client("sqs")
+    for _ in range(5):  # five deliveries, none acknowledged (the condenser crashed each time)
+        (message,) = sqs.receive_message(QueueUrl=aws.queue_url, VisibilityTimeout=0)["Messages"]
+    boto3.client("dynamodb").update_item(
+        TableName=aws.table_name,
+        Key={"pk": {"S": f"T#acme#J#{job['job_id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET #s = :processing",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":processing": {"S": "processing"}},
+    )
+    assert sqs.receive_message(QueueUrl=aws.queue_url).get("Messages") is None  # moved on the 6th
+    service.invoke("condenser", {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}})
+    closed = service.call("GET", f"/v1/tenants/acme/jobs/{job['job_id']}").body
+    assert (closed["status"], closed["error"]["code"]) == ("failed", "dead_lettered")
+    attributes = sqs.get_queue_attributes(QueueUrl=aws.dlq_url, AttributeNames=["All"])["Attributes"]
+    in_dlq = int(attributes["ApproximateNumberOfMessages"]) + int(
+        attributes["ApproximateNumberOfMessagesNotVisible"]
+    )
+    assert in_dlq == 1 and message["Body"]  # still there, for a redrive

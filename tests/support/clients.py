@@ -72,7 +72,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.s3 import S3Archive
-    from hippocampus.adapters.sqs import SqsJobQueue
+    from hippocampus.adapters.sqs import SqsDeadLetters, SqsJobQueue
     from hippocampus.adapters.tracing import NoTracing
     from hippocampus.api import read_routes, write_routes
     from hippocampus.api.entry import api_function
@@ -80,6 +80,7 @@ def proxied_service(
     from hippocampus.api.queue_batch import condenser_function
     from hippocampus.domain.condenser import Condenser
     from hippocampus.domain.consolidation import ConsolidationService
+    from hippocampus.domain.dead_letters import DeadLetterReconciler
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.export import ExportService
     from hippocampus.domain.ingest import IngestService
@@ -123,5 +124,8 @@ def proxied_service(
             {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
         )
     )
-    service.condenser = SimpleNamespace(lambda_handler=condenser_function(lambda: consolidation))
+    reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
+    service.condenser = SimpleNamespace(
+        lambda_handler=condenser_function(lambda: consolidation, lambda: reconciler)
+    )
     return service

@@ -40,6 +40,7 @@ from hippocampus.contracts.models import (
 from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.domain.dead_letters import DeadLetterReconciler
 from hippocampus.domain.edits import EditService
 from hippocampus.domain.export import ExportService
 from hippocampus.domain.ingest import IngestService
@@ -306,6 +307,16 @@ class FakeQueue:
         self.messages += [(message, trace_header) for message in messages]
 
 
+class FakeDeadLetters:
+    """The DLQ: messages a test puts there; `peek` leaves them where they are."""
+
+    def __init__(self) -> None:
+        self.messages: list[CondenseMessage] = []
+
+    def peek(self, limit: int) -> list[CondenseMessage]:
+        return self.messages[:limit]
+
+
 class ScriptedModel:
     """A `LanguageModel` answering from `answers` in turn (the last one repeats), or `reply(prompt)`.
 
@@ -395,6 +406,7 @@ class Ports:
     archive: FakeArchive = field(default_factory=FakeArchive)
     queue: FakeQueue = field(default_factory=FakeQueue)
     tracing: RecordingTracing = field(default_factory=RecordingTracing)
+    dead_letters: FakeDeadLetters = field(default_factory=FakeDeadLetters)
     store: FakeMemoryStore = field(init=False)
 
     def __post_init__(self) -> None:
@@ -409,6 +421,9 @@ class Ports:
 
     def reads(self) -> ReadService:
         return ReadService(self.store, self.jobs, self.archive, self.tracing)
+
+    def reconciler(self) -> DeadLetterReconciler:
+        return DeadLetterReconciler(self.jobs, self.dead_letters)
 
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
         return ExportService(self.store, self.jobs, self.archive, self.tracing, page_bytes=page_bytes)

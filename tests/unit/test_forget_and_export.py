@@ -1,5 +1,6 @@
 """Forgetting a user forgets its jobs and Idempotency-Key records; the export gives back everything
-stored; a request writing facts holds them alone (docs/api.md "Forgetting a user", "Export", "Limits")."""
+stored; a request writing facts holds them alone (docs/api.md "Forgetting a user", "Export", "Limits");
+no job stays open once its message is in the dead-letter queue."""
 
 import json
 from typing import Any
@@ -8,8 +9,9 @@ import pytest
 
 from hippocampus.api import read_routes, write_routes
 from hippocampus.api.entry import api_function
+from hippocampus.api.queue_batch import condenser_function
 from hippocampus.contracts.errors import NotFound, WriteConflict
-from hippocampus.contracts.models import IngestRequest
+from hippocampus.contracts.models import IngestRequest, JobError
 from tests.support.fakes import Ports, ScriptedModel
 from tests.support.lambda_harness import Context, api_event
 
@@ -162,3 +164,33 @@ def test_a_fact_request_lets_go_of_the_facts_even_when_refused(ports):
     with pytest.raises(Exception, match="at most 200 facts"):
         ingest(ports, {"id": "one-more", "text": "x", "infer": False})
     assert ports.store.leases == {}
+
+
+# --- dead letters -------------------------------------------------------------------------------
+
+
+def test_the_dead_letter_pass_closes_only_the_open_jobs_of_dead_lettered_messages(ports):
+    crashed, retried, done = (
+        ingest(ports, {"id": item, "text": f"Turn {item}."})[0] for item in ("crashed", "retried", "done")
+    )
+    messages = {message.item_id: message for message, _ in ports.queue.messages}
+    ports.jobs.set_job_status(T, [crashed.job_id], "processing")  # the condenser died holding it
+    ports.jobs.set_job_status(T, [retried.job_id], "queued", error=JobError(code="llm_error", message="boom"))
+    ports.jobs.set_job_status(T, [done.job_id], "completed", memory_version=1)
+    ports.dead_letters.messages = [messages["crashed"], messages["retried"], messages["done"]]
+    assert ports.reconciler().reconcile() == 2
+    first, second, third = (ports.reads().get_job(T, job.job_id) for job in (crashed, retried, done))
+    assert (first.status, first.error and first.error.code) == ("failed", "dead_lettered")
+    assert (second.status, second.error and second.error.code) == ("failed", "llm_error")  # its own reason
+    assert third.status == "completed"
+    assert len(ports.dead_letters.messages) == 3  # left in the DLQ for a redrive
+    assert ports.reconciler().reconcile() == 0  # nothing left open
+
+
+def test_a_scheduled_event_runs_the_pass_instead_of_a_batch(ports):
+    (job,) = ingest(ports, {"id": "t1", "text": "I sell candles."})
+    ports.dead_letters.messages = [message for message, _ in ports.queue.messages]
+    handler = condenser_function(lambda: ports.consolidation(ScriptedModel("never called")), ports.reconciler)
+    scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+    assert handler(scheduled, Context()) == {"batchItemFailures": []}
+    assert ports.jobs.status(job.job_id) == "failed"

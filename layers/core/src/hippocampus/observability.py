@@ -39,6 +39,7 @@ class MetricName(StrEnum):
     VERSION_CONFLICTS = "VersionConflicts"
     FACT_WRITE_CONFLICTS = "FactWriteConflicts"
     EXPORTS = "Exports"
+    DEAD_LETTERED_JOBS_CLOSED = "DeadLetteredJobsClosed"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

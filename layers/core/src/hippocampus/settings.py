@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     table_name: str = ""
     bucket_name: str = ""
     queue_url: str = ""
+    dlq_url: str = ""  # the condenser's dead-letter queue (read by the condenser's scheduled pass)
 
     # Condensation.
     max_words: int = Field(50, ge=5, le=2000)

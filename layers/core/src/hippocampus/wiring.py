@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.contracts.ports import JobQueue, LanguageModel, Tracing
     from hippocampus.domain.consolidation import ConsolidationService
+    from hippocampus.domain.dead_letters import DeadLetterReconciler
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.ingest import IngestService
 
@@ -167,18 +168,29 @@ def ingest_handler() -> LambdaHandler:
     )
 
 
+@lru_cache(maxsize=1)
+def dead_letter_reconciler() -> "DeadLetterReconciler":
+    from hippocampus.adapters.sqs import SqsDeadLetters
+    from hippocampus.domain.dead_letters import DeadLetterReconciler
+
+    dead_letters = SqsDeadLetters(get_settings().require("dlq_url"), lambda: aws_clients.client("sqs"))
+    return DeadLetterReconciler(job_store(), dead_letters)
+
+
 def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler":
-    """The SQS-triggered condenser; settings and the prompt template are checked at cold start.
+    """The SQS-triggered condenser (and its scheduled pass over the DLQ); settings and the prompt
+    template are checked at cold start.
 
     `model` replaces the configured LLM provider (tests, benchmarks); the adapters stay the real ones.
     """
     from hippocampus.api.queue_batch import condenser_function
 
+    get_settings().require("dlq_url")
     if model is None:
         consolidation_service()
-        return condenser_function(consolidation_service)
+        return condenser_function(consolidation_service, dead_letter_reconciler)
     service = build_consolidation_service(lambda: model)
-    return condenser_function(lambda: service)
+    return condenser_function(lambda: service, dead_letter_reconciler)
 
 
 def reset() -> None:
@@ -197,6 +209,7 @@ def reset() -> None:
         idempotent_ingest,
         edit_service,
         consolidation_service,
+        dead_letter_reconciler,
     ):
         cached.cache_clear()
     get_settings.cache_clear()

@@ -6,6 +6,7 @@ from itertools import batched
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
 
 from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import CondenseMessage
@@ -52,3 +53,38 @@ class SqsJobQueue:
                 "AWSTraceHeader": {"DataType": "String", "StringValue": trace_header}
             }
         return entry
+
+
+# A message read by one pass stays hidden from the next ones for this long (they read on).
+PEEK_VISIBILITY_S = 240
+
+
+class SqsDeadLetters:
+    """DeadLetters on the FIFO DLQ. A FIFO queue hides the rest of a message group while a message
+    of it is in flight, so a pass sees up to 10 messages per user; the next pass sees the next ones."""
+
+    def __init__(self, dlq_url: str, client: Callable[[], Any]) -> None:
+        self._dlq_url = dlq_url
+        self._client = client
+
+    def peek(self, limit: int) -> list[CondenseMessage]:
+        messages: list[CondenseMessage] = []
+        while len(messages) < limit:
+            received = (
+                self._client()
+                .receive_message(
+                    QueueUrl=self._dlq_url,
+                    MaxNumberOfMessages=min(10, limit - len(messages)),
+                    VisibilityTimeout=PEEK_VISIBILITY_S,
+                    WaitTimeSeconds=0,
+                )
+                .get("Messages", [])
+            )
+            if not received:
+                break
+            for raw in received:
+                try:
+                    messages.append(CondenseMessage.model_validate_json(raw["Body"]))
+                except ValidationError:
+                    continue  # not a message of this service: nothing to close
+        return messages

@@ -1,4 +1,5 @@
-"""The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out.
+"""The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out; and its scheduled
+pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/dead_letters.py).
 
 The whole batch is handed to the consolidation service at once, so one user's records are
 condensed with one LLM call (coalescing). Powertools' `SqsFifoPartialProcessor` calls a handler
@@ -17,15 +18,22 @@ from pydantic import ValidationError
 
 from hippocampus.contracts.models import CondenseMessage
 from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.domain.dead_letters import DeadLetterReconciler
 from hippocampus.observability import logger, metrics
 
 CondenserHandler = Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
+SCHEDULED_EVENT = "Scheduled Event"  # EventBridge's detail-type of a schedule
 
 
-def condenser_function(service: Callable[[], ConsolidationService]) -> CondenserHandler:
+def condenser_function(
+    service: Callable[[], ConsolidationService], reconciler: Callable[[], DeadLetterReconciler]
+) -> CondenserHandler:
     @logger.inject_lambda_context
     @metrics.log_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+        if event.get("detail-type") == SCHEDULED_EVENT:
+            reconciler().reconcile()
+            return {"batchItemFailures": []}
         records = [SQSRecord(record) for record in event["Records"]]
         items, unreadable = parse_records(records)
         failed = unreadable | set(service().process_batch(items, context.get_remaining_time_in_millis))

@@ -36,6 +36,8 @@ INGEST_TIMEOUT_S: Final = 15
 FACT_WRITE_LEASE_S: Final = INGEST_TIMEOUT_S + 5
 QUEUE_VISIBILITY_TIMEOUT_S: Final = CONDENSER_TIMEOUT_S * VISIBILITY_TO_TIMEOUT_RATIO
 QUEUE_RETENTION_DAYS: Final = 4
+# How often the condenser's scheduled pass closes the jobs of dead-lettered messages.
+DEAD_LETTER_PASS_MINUTES: Final = 5
 DLQ_RETENTION_DAYS: Final = 14
 
 # The worst case of one user's condensation, in LLM timeouts (two calls — the budget retry —

@@ -172,6 +172,14 @@ class JobQueue(Protocol):
     def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None: ...
 
 
+class DeadLetters(Protocol):
+    """The dead-letter queue of the condenser, read without consuming it."""
+
+    def peek(self, limit: int) -> list[CondenseMessage]:
+        """Up to `limit` messages, left in the queue for a redrive (hidden a while from other readers)."""
+        ...
+
+
 class Tracing(Protocol):
     def span(self, name: str, **annotations: str | int) -> AbstractContextManager[None]: ...
 
