@@ -10,6 +10,9 @@ See docs/architecture.md, "Local stack".
   (`apigateway.py`), which turns them into REST proxy events;
 - a poller plays the condenser's SQS event source mapping (`event_source.py`);
 - `events.py` builds the API Gateway events and SQS records, for the stack and the tests.
+- what moto holds is kept in a data directory across restarts and kills (`durable.py`: a snapshot
+  and a write-ahead journal, `journal.py`; the records of moto's changes, `moto_state.py`,
+  `moto_sqs.py`, `changes.py`; docs/operations.md "Local stack"), unless `--in-memory`.
 
 Run it with `python -m local_stack` (that is what `make dev` does). This package imports
 nothing at import time, so a worker process starts light.

@@ -6,8 +6,10 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 
+from local_stack.paths import DEFAULT_DATA_DIR, IN_MEMORY
 from local_stack.runtime import THROTTLE_WAIT_S, FunctionError
 from local_stack.stack import LocalStack, StackOptions
 
@@ -36,6 +38,16 @@ def _default_throttle_wait() -> float:
         return float(raw)
     except ValueError:
         sys.exit(f"MEMORY_LOCAL_THROTTLE_WAIT_S must be a number of seconds, got {raw!r}")
+
+
+def _data_dir(args: argparse.Namespace) -> Path | None:
+    """--in-memory, else --data-dir, else $MEMORY_LOCAL_DATA_DIR, else .local-stack/ (None: in memory)."""
+    if args.in_memory:
+        return None
+    raw = args.data_dir if args.data_dir is not None else os.getenv("MEMORY_LOCAL_DATA_DIR", "")
+    if not raw.strip():
+        return DEFAULT_DATA_DIR
+    return None if raw.strip() == IN_MEMORY else Path(raw).expanduser().resolve()
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -67,8 +79,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds a request waits for a free execution environment before a 429 "
         f"(default: $MEMORY_LOCAL_THROTTLE_WAIT_S or {THROTTLE_WAIT_S:g})",
     )
+    state = parser.add_mutually_exclusive_group()
+    state.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory that keeps the state across restarts (default: $MEMORY_LOCAL_DATA_DIR or "
+        f"{DEFAULT_DATA_DIR.name}/ in the repository; {IN_MEMORY} keeps it in memory)",
+    )
+    state.add_argument(
+        "--in-memory", action="store_true", help="keep the state in memory only: gone when the stack stops"
+    )
     parser.add_argument("--quiet", action="store_true", help="no access log")
     args = parser.parse_args(argv)
+    args.data_dir = _data_dir(args)
     if args.port is None:
         args.port = _default_port()
     if args.concurrency < 1:
@@ -106,6 +129,13 @@ def _provider_line(stack: LocalStack) -> str:
     return f"LLM provider: bedrock, model {settings.llm_model} (your AWS credentials, region {stack.resources and stack.resources.region})"
 
 
+def _state_line(stack: LocalStack) -> str:
+    directory = stack.options.data_dir
+    if directory is None or stack.restored is None:
+        return "State: in memory, gone when the stack stops (--data-dir or MEMORY_LOCAL_DATA_DIR keep it)"
+    return f"State: {directory} ({stack.restored.summary()}; --in-memory or MEMORY_LOCAL_DATA_DIR={IN_MEMORY} to not keep it)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.quiet)
@@ -126,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             concurrency=args.concurrency,
             aws_port=args.aws_port,
             throttle_wait_s=args.throttle_wait,
+            data_dir=args.data_dir,
         )
     )
     try:
@@ -150,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(_provider_line(stack), flush=True)
+    print(_state_line(stack), flush=True)
     print("Try it:", flush=True)
     print(
         f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory -H 'Content-Type: application/json' \\\n"

@@ -1,4 +1,4 @@
-"""The events Lambda hands the functions: API Gateway REST proxy events and SQS records.
+"""The events Lambda hands the functions: API Gateway REST proxy events, SQS records, schedules.
 
 One builder of each, used by the local stack (`apigateway.py`, `event_source.py`) and by the
 tests that call handlers in-process (tests/support/lambda_harness.py), so both send the
@@ -204,3 +204,18 @@ def _message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
 def _b64(data: bytes | str) -> str:
     raw = data if isinstance(data, bytes) else data.encode()
     return base64.b64encode(raw).decode("ascii")
+
+
+def scheduled_event(region: str, rule: str = "DeadLetterPass") -> dict[str, Any]:
+    """The event EventBridge sends a target of a schedule rule."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT_ID,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": region,
+        "resources": [f"arn:aws:events:{region}:{ACCOUNT_ID}:rule/{rule}"],
+        "detail": {},
+    }

@@ -52,7 +52,7 @@ def _targets(backend: Any, transact_items: list[dict[str, Any]]) -> list[_Target
     return targets
 
 
-def _stored(table: Table, hash_value: DynamoType, range_value: DynamoType | None) -> Any:
+def stored_item(table: Table, hash_value: DynamoType, range_value: DynamoType | None) -> Any:
     # Not `table.get_item`: on a range-key table, its lookup inserts an empty partition.
     partition = table.items.get(hash_value)
     if range_value is None:
@@ -78,7 +78,9 @@ def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | Non
 
 def _item_rollback(original: Callable[..., None]) -> Callable[..., None]:
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        snapshot = [(target, copy.deepcopy(_stored(*target))) for target in _targets(self, transact_items)]
+        snapshot = [
+            (target, copy.deepcopy(stored_item(*target))) for target in _targets(self, transact_items)
+        ]
         try:
             original(self, transact_items)
         except BaseException:

@@ -10,18 +10,24 @@ the service relies on (docs/architecture.md "Local stack"):
   DynamoDB itself applies each conditional write atomically; one lock gives moto the same.
   With one request at a time, a transaction's rollback and a query need only the items they
   touch, not the whole table (`moto_dynamodb.py`).
+- its SQS queues change their message lists under a lock (`moto_sqs.py`).
+With a data directory, what moto changes is journaled before moto answers and replayed at the
+next start (`durable.py`, docs/operations.md "Local stack"); without one, it lives in memory only.
 """
 
 import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.sqs import models as sqs_models
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from local_stack import moto_state
+from local_stack.durable import DurableState, RecordChanges, Restored, SyncBeforeAnswer
 from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
 from local_stack.paths import LOOPBACK
 
@@ -103,12 +109,17 @@ class SerializedDynamoDB:
 
 
 class MotoEndpoint:
-    """moto's server (as moto's ThreadedMotoServer builds it) on loopback, on a free port."""
+    """moto's server (as moto's ThreadedMotoServer builds it) on loopback, on a free port.
 
-    def __init__(self, port: int = 0) -> None:
+    `data_dir` None: everything in memory, gone when the process ends; else `start()` locks that
+    directory and `restore()` (once the resources are provisioned) replays what it holds.
+    """
+
+    def __init__(self, port: int = 0, data_dir: Path | None = None) -> None:
         self._requested_port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self.state = DurableState(data_dir) if data_dir is not None else None
         self.url = ""
 
     def start(self) -> str:
@@ -116,15 +127,27 @@ class MotoEndpoint:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
         fix_moto_dynamodb_costs()
-        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        moto_state.install()
+        if self.state is not None:
+            self.state.open()  # before binding: a directory in use fails at once
         # Port 0: the server binds a free port itself (no race with another process).
         self._server = make_server(
-            LOOPBACK, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler
+            LOOPBACK, self._requested_port, self._app(), threaded=True, request_handler=MotoRequestHandler
         )
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
         self._thread.start()
         self.url = f"http://{LOOPBACK}:{self._server.port}"
         return self.url
+
+    def _app(self) -> WsgiApp:
+        moto: WsgiApp = DomainDispatcherApplication(create_backend_app)
+        if self.state is None:
+            return SerializedDynamoDB(moto)
+        return SyncBeforeAnswer(SerializedDynamoDB(RecordChanges(moto, self.state)), self.state)
+
+    def restore(self) -> Restored | None:
+        """Replay the data directory into moto, then journal every change (None: in memory)."""
+        return self.state.restore() if self.state is not None else None
 
     def stop(self) -> None:
         if self._server is not None:
@@ -134,3 +157,5 @@ class MotoEndpoint:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self.state is not None:
+            self.state.close()

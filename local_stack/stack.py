@@ -12,12 +12,14 @@ from hippocampus.settings import Settings, load_settings
 from local_stack import defaults
 from local_stack.apigateway import ApiGateway
 from local_stack.aws import Resources, aws_client, provision, seed_secret
+from local_stack.durable import Restored
 from local_stack.environment import aws_region, runtime_environment
 from local_stack.event_source import SqsEventSource
 from local_stack.http_server import ApiServer
 from local_stack.moto_endpoint import MotoEndpoint
 from local_stack.paths import FUNCTIONS_DIR, LOOPBACK
 from local_stack.runtime import THROTTLE_WAIT_S, LocalFunction, LocalFunctionSpec
+from local_stack.schedule import DEAD_LETTER_PASS_LOCAL_S, Schedule
 
 log = logging.getLogger("local_stack")
 
@@ -31,7 +33,10 @@ class StackOptions:
     stage: str = "local"
     concurrency: int = 4
     throttle_wait_s: float = THROTTLE_WAIT_S
+    dead_letter_pass_s: float = DEAD_LETTER_PASS_LOCAL_S
     functions_dir: Path = FUNCTIONS_DIR
+    # Where the state is kept across restarts; None: in memory only (docs/operations.md "Local stack").
+    data_dir: Path | None = None
     # The user's environment; None: this process's environment.
     environment: Mapping[str, str] | None = None
     extra_environment: dict[str, str] = field(default_factory=dict)
@@ -42,12 +47,14 @@ class LocalStack:
 
     def __init__(self, options: StackOptions) -> None:
         self.options = options
-        self.moto = MotoEndpoint(options.aws_port)
+        self.moto = MotoEndpoint(options.aws_port, options.data_dir)
         self.functions: dict[str, LocalFunction] = {}
         self.resources: Resources | None = None
+        self.restored: Restored | None = None
         self.settings: Settings | None = None
         self._api: ApiServer | None = None
         self._event_source: SqsEventSource | None = None
+        self._schedule: Schedule | None = None
 
     @property
     def url(self) -> str:
@@ -73,7 +80,10 @@ class LocalStack:
 
     def _start(self, user_env: dict[str, str], deployment: defaults.Deployment, region: str) -> None:
         endpoint = self.moto.start()
+        # moto starts empty: the resources are provisioned from cdk.json as on a first start, then
+        # the data directory's items, objects and messages are put back, before anything is served.
         self.resources = provision(endpoint, region, deployment.config)
+        self.restored = self.moto.restore()
         runtime = runtime_environment(user_env, self.resources, endpoint, deployment.function_environment)
         # The functions read their configuration from the process environment, as in Lambda.
         for name in runtime.unset:
@@ -119,6 +129,8 @@ class LocalStack:
             concurrency=self.options.concurrency,
         )
         self._event_source.start()
+        self._schedule = Schedule(self.functions["condenser"].invoke, region, self.options.dead_letter_pass_s)
+        self._schedule.start()
         assert self._api is not None
         self._api.start()
 
@@ -128,11 +140,15 @@ class LocalStack:
     def stop(self) -> None:
         """Stop accepting requests and batches, stop the functions (busy ones after a short grace), stop moto.
 
-        Nothing is drained: everything lives in moto's memory and goes with it.
+        Nothing is drained: with a data directory, everything moto acknowledged is on disk already and
+        a message still in flight is delivered again at the next start; in memory, it all goes.
         """
         if self._api is not None:
             self._api.stop()
             self._api = None
+        if self._schedule is not None:
+            self._schedule.stop()
+            self._schedule = None
         if self._event_source is not None:
             self._event_source.stop_polling()
         for function in self.functions.values():

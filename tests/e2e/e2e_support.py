@@ -63,15 +63,15 @@ def wait_for[T](
 def stub_stack_environment(stub_url: str, **settings: str) -> dict[str, str]:
     """A local stack's environment with the OpenAI-compatible stub at `stub_url` as its LLM: this
     process's environment without the developer's own MEMORY_, OPENAI_, AWS_ and POWERTOOLS_
-    variables (the child still inherits PATH, HOME, ...), plus `settings`."""
+    variables (the child still inherits PATH, HOME, ...), plus `settings`; state in memory unless
+    `settings` names a data directory (never the repository's `.local-stack/`)."""
     environment = {
         name: value
         for name, value in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
         if not name.startswith(("MEMORY_", "OPENAI_", "AWS_", "POWERTOOLS_"))
     }
-    environment.update(
-        {"MEMORY_LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub_url, "OPENAI_API_KEY": "test", **settings}
-    )
+    environment |= {"MEMORY_LLM_PROVIDER": "openai", "OPENAI_BASE_URL": stub_url, "OPENAI_API_KEY": "test"}
+    environment |= {"MEMORY_LOCAL_DATA_DIR": ":memory:", **settings}
     return environment
 
 
@@ -128,6 +128,12 @@ class LocalStackProcess:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
             return None
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group (the stack and its workers), as a crash would."""
+        if self._process is not None and self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=10)
 
     def log_tail(self, lines: int = 40) -> str:
         try:

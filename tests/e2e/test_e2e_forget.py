@@ -29,7 +29,9 @@ def test_export_then_forget_leaves_nothing_to_export_and_no_replay(api: Api, ten
     assert replay[0]["job_id"] != jobs[0]["job_id"]  # a new request of the user's new life
 
 
-def test_two_concurrent_fact_requests_never_pass_the_200_facts_limit(api: Api, tenant: str, user: str) -> None:
+def test_two_concurrent_fact_requests_never_pass_the_200_facts_limit(
+    api: Api, tenant: str, user: str
+) -> None:
     path = api.memory_path(tenant, user)
     for start in (0, 100):
         facts = [{"id": f"a{i}", "text": "x", "infer": False} for i in range(start, start + 75)]

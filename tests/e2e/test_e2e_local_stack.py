@@ -211,7 +211,7 @@ def test_the_local_stack_refuses_a_port_in_use() -> None:
         busy.bind(("127.0.0.1", port))
         busy.listen()
         result = subprocess.run(
-            [sys.executable, "-m", "local_stack", "--port", str(port)],
+            [sys.executable, "-m", "local_stack", "--port", str(port), "--in-memory"],
             cwd=ROOT,
             capture_output=True,
             text=True,

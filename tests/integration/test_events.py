@@ -24,9 +24,11 @@ EXPECTED_DIRECT = {
     "invoke_get_history.json": ("get_memory", lambda body: "versions" in body),
     "invoke_export_memory.json": (
         "get_memory",
-        lambda body: [fact["id"] for fact in body["memory"]["facts"]] == ["pref_dark_mode"]
-        and [item["id"] for item in body["items"]] == ["turn-42"]
-        and body["next_cursor"] is None,
+        lambda body: (
+            [fact["id"] for fact in body["memory"]["facts"]] == ["pref_dark_mode"]
+            and [item["id"] for item in body["items"]] == ["turn-42"]
+            and body["next_cursor"] is None
+        ),
     ),
     "invoke_get_job.json": ("get_memory", lambda body: body["error"]["status"] == 404),
     "invoke_ingest.json": (

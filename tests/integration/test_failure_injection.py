@@ -134,7 +134,9 @@ def test_a_throttled_job_creation_is_503_and_leaves_nothing_queued(build, client
     items = [{"id": "turn-1", "text": "Alice moved to Porto."}, {"id": "turn-2", "text": "Alice sells soap."}]
     calls = iter(range(100))
     when = lambda **request: next(calls) == which  # noqa: E731
-    fail(clients["dynamodb"], "transact_write_items", aws_error(code, "TransactWriteItems"), times=1, when=when)
+    fail(
+        clients["dynamodb"], "transact_write_items", aws_error(code, "TransactWriteItems"), times=1, when=when
+    )
     response = service.call("POST", USER, {"items": items})
     assert response.status == 503 and response.body["error"]["code"] == "dependency_unavailable"
     assert service.receive() == []
