@@ -5,7 +5,8 @@ after every 202 it polls the memory until the request's last item is readable (f
 503 is retried after a short backoff (counted as throttled); any other answer is counted and not
 retried. Prints, each against a baseline measured in the same run (one client, `--baseline-users`):
 - throughput (accepted items per second, until every item is readable);
-- lost items: accepted jobs that did not end `completed` (must be 0);
+- lost items: accepted jobs that did not end `completed` (must be 0), and with `--facts N` (N facts
+  per user, sent in one request before its turns) acknowledged facts missing at the end (must be 0);
 - 5xx answers and throttled answers;
 - freshness p50/p95 (202 -> memory readable);
 - peak RSS of the stack's process tree (moto, the API, every execution environment), from /proc,
@@ -14,7 +15,11 @@ retried. Prints, each against a baseline measured in the same run (one client, `
 Figures only, no assertions: `make bench` runs it. Load goes to 127.0.0.1 only and is bounded in
 count (the options) and time (`--max-seconds`). Defaults finish in well under a minute; bigger runs:
 
-    .venv/bin/python -m bench.bench_load --users 500 --items 100 --clients 50 --batch 10 --max-seconds 1800
+    .venv/bin/python -m bench.bench_load --users 500 --items 100 --facts 20 --clients 50 --batch 10 \
+        --max-seconds 1800 --durable
+
+`--durable` keeps the stack's state in a data directory (journaled and fsynced, as `make dev`
+does by default) instead of in memory.
 """
 
 import argparse
@@ -47,6 +52,8 @@ class Run:
     other_errors: int = 0
     not_visible: int = 0
     lost: int = 0
+    facts: dict[str, int] = field(default_factory=dict)  # user → facts acknowledged
+    lost_facts: int = 0
     seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -108,8 +115,9 @@ class RssSampler:
 
 
 def client_loop(
-    url: str, tenant: str, users: list[str], items: int, batch: int, run: Run, deadline: float
+    url: str, tenant: str, users: list[str], shape: tuple[int, int, int], run: Run, deadline: float
 ) -> None:
+    items, batch, facts = shape
     session, api = requests.Session(), Api(url)
     while time.monotonic() < deadline:
         with run.lock:
@@ -117,6 +125,11 @@ def client_loop(
                 return
             user = users.pop()
         path = Api.memory_path(tenant, user)
+        if facts:
+            body = {"items": [{"id": f"f{i}", "text": f"Fact {i}.", "infer": False} for i in range(facts)]}
+            if send(session, url + path, body, run) is not None:
+                with run.lock:
+                    run.facts[user] = facts
         for start in range(0, items, batch):
             words = [marker() for _ in range(min(batch, items - start))]
             body = {"items": [{"text": f"Turn {start + i}: {word}."} for i, word in enumerate(words)]}
@@ -166,19 +179,21 @@ def wait_visible(api: Api, tenant: str, user: str, word: str, deadline: float) -
     return False
 
 
-def load(url: str, users: int, items: int, clients: int, batch: int, max_seconds: float) -> Run:
+def load(url: str, users: int, shape: tuple[int, int, int], clients: int, max_seconds: float) -> Run:
+    """`shape`: items per user, items per request, facts per user."""
     run, tenant = Run(), unique("load")
     pending = [unique("user") for _ in range(users)]
     deadline = time.monotonic() + max_seconds
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=clients) as pool:
         for future in [
-            pool.submit(client_loop, url, tenant, pending, items, batch, run, deadline)
-            for _ in range(clients)
+            pool.submit(client_loop, url, tenant, pending, shape, run, deadline) for _ in range(clients)
         ]:
             future.result()
     run.seconds = time.perf_counter() - started
     run.lost = lost_jobs(Api(url), tenant, run.accepted_jobs)
+    api = Api(url)
+    run.lost_facts = sum(count - len(api.memory(tenant, user)["facts"]) for user, count in run.facts.items())
     return run
 
 
@@ -214,6 +229,8 @@ def report(label: str, run: Run, base: Run, rss: int, base_rss: int) -> None:
         f"  lost items (accepted, not completed): {lost}; not readable within {VISIBLE_DEADLINE_S:.0f} s: "
         f"{run.not_visible}"
     )
+    if run.facts:
+        print(f"  facts acknowledged: {sum(run.facts.values())}; lost: {run.lost_facts}")
     print(
         f"  5xx answers: {run.server_errors}; throttled (429/503, retried): {run.throttled}; "
         f"other failures: {run.other_errors}"
@@ -231,23 +248,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="the stack's --concurrency (default 4)")
     parser.add_argument("--baseline-users", type=int, default=4, help="users of the one-client baseline")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="bound of each run (default 60)")
+    parser.add_argument("--facts", type=int, default=0, help="facts per user, before its turns (default 0)")
+    parser.add_argument("--durable", action="store_true", help="state in a data directory, not in memory")
     args = parser.parse_args(argv)
     with OpenAIStub(stub_reply) as stub, tempfile.TemporaryDirectory() as tmp:
-        environment = stub_stack_environment(stub.base_url)
+        data_dir = {"MEMORY_LOCAL_DATA_DIR": str(Path(tmp) / "state")} if args.durable else {}
+        environment = stub_stack_environment(stub.base_url, **data_dir)
         stack = LocalStackProcess(Path(tmp) / "stack.log", environment, concurrency=args.concurrency).start()
         try:
             pid = stack.pid
             started_rss = tree_rss_bytes(pid)
+            shape = (args.items, args.batch, args.facts)
             run: Callable[[int, int], Run] = lambda users, clients: load(  # noqa: E731
-                stack.url, users, args.items, clients, args.batch, args.max_seconds
+                stack.url, users, shape, clients, args.max_seconds
             )
             with RssSampler(pid) as base_rss:
                 base = run(args.baseline_users, 1)
             with RssSampler(pid) as load_rss:
                 heavy = run(args.users, args.clients)
             print(
-                f"local stack (--concurrency {args.concurrency}), instant LLM stub; {args.items} items per user "
-                f"in requests of {args.batch}"
+                f"local stack (--concurrency {args.concurrency}, state {'on disk' if args.durable else 'in memory'}), "
+                f"instant LLM stub; {args.facts} facts and {args.items} items per user in requests of {args.batch}"
             )
             report(
                 f"baseline, 1 client x {args.baseline_users} users", base, base, base_rss.peak, started_rss

@@ -25,6 +25,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
+from hippocampus.api import read_routes, write_routes
+from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
@@ -421,6 +423,22 @@ class Ports:
 
     def reads(self) -> ReadService:
         return ReadService(self.store, self.jobs, self.archive, self.tracing)
+
+    def api_functions(self) -> dict[str, LambdaHandler]:
+        """The get_memory and ingest handlers on these fakes, wired as `hippocampus.wiring` wires them."""
+        edits, ingest = self.edits(), self.idempotent_ingest()
+        return {
+            "get_memory": api_function(
+                [read_routes.router],
+                read_routes.direct_actions(self.reads, self.exports),
+                {read_routes.read_service: self.reads, read_routes.export_service: self.exports},
+            ),
+            "ingest": api_function(
+                [write_routes.router],
+                write_routes.direct_actions(lambda: ingest, lambda: edits),
+                {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+            ),
+        }
 
     def reconciler(self) -> DeadLetterReconciler:
         return DeadLetterReconciler(self.jobs, self.dead_letters)

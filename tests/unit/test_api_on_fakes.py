@@ -7,8 +7,6 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hippocampus.adapters.llm.offline import OfflineModel
-from hippocampus.api import read_routes, write_routes
-from hippocampus.api.entry import api_function
 from hippocampus.api.queue_batch import batch_failures, condenser_function
 from tests.support.fakes import Ports
 from tests.support.lambda_harness import Context, api_event
@@ -23,18 +21,8 @@ def ports() -> Ports:
 
 @pytest.fixture
 def call(ports):
-    reads = api_function(
-        [read_routes.router],
-        read_routes.direct_actions(ports.reads, ports.exports),
-        {read_routes.read_service: ports.reads, read_routes.export_service: ports.exports},
-    )
-    edits = ports.edits()
-    ingest = ports.idempotent_ingest()
-    writes = api_function(
-        [write_routes.router],
-        write_routes.direct_actions(lambda: ingest, lambda: edits),
-        {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
-    )
+    functions = ports.api_functions()
+    reads, writes = functions["get_memory"], functions["ingest"]
 
     def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, dict[str, str], Any]:
         handler = reads if method == "GET" else writes

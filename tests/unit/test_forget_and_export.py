@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from hippocampus.api import read_routes, write_routes
-from hippocampus.api.entry import api_function
 from hippocampus.api.queue_batch import condenser_function
 from hippocampus.contracts.errors import NotFound, WriteConflict
 from hippocampus.contracts.models import IngestRequest, JobError
@@ -26,17 +24,8 @@ def ports() -> Ports:
 
 @pytest.fixture
 def call(ports):
-    reads = api_function(
-        [read_routes.router],
-        read_routes.direct_actions(ports.reads, ports.exports),
-        {read_routes.read_service: ports.reads, read_routes.export_service: ports.exports},
-    )
-    edits, ingest = ports.edits(), ports.idempotent_ingest()
-    writes = api_function(
-        [write_routes.router],
-        write_routes.direct_actions(lambda: ingest, lambda: edits),
-        {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
-    )
+    functions = ports.api_functions()
+    reads, writes = functions["get_memory"], functions["ingest"]
 
     def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
         handler = reads if method == "GET" else writes

@@ -8,8 +8,7 @@ condenser, which skips its items (their messages carry the old generation).
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,19 +24,15 @@ from hippocampus.contracts.models import (
     JobsResponse,
     compact_json_size,
 )
-from hippocampus.contracts.names import FACT_WRITE_LEASE_S
 from hippocampus.contracts.ports import ArchiveStore, JobQueue, JobStore, MemoryState, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.fact_lease import facts_held
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
 from hippocampus.observability import MetricName, logger, record_metric
 
 FACT_FIELDS = {"id", "text", "metadata", "additional_metadata"}
 # What one fact adds to the stored item besides its fields (keys, generation, timestamps).
 FACT_OVERHEAD_BYTES = 32
-# How long a request waits for another one writing the same user's facts, and its pauses.
-LEASE_WAIT_S = 5.0
-LEASE_FIRST_PAUSE_S = 0.05
-LEASE_MAX_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -112,30 +107,10 @@ class IngestService:
         for index, item in enumerate(items):
             if item.infer:
                 turns[index] = _Turn(len(turns), item)
-        with self._facts_held(tenant_id, user_id, needs=len(turns) < len(items)) as lease:
+        if len(turns) == len(items):  # turns only: no facts to hold
+            return self._accept_all(tenant_id, user_id, items, turns, request_id, None)
+        with facts_held(self._store, tenant_id, user_id, self._sleep) as lease:
             return self._accept_all(tenant_id, user_id, items, turns, request_id, lease)
-
-    @contextmanager
-    def _facts_held(self, tenant_id: str, user_id: str, needs: bool) -> Iterator[str | None]:
-        """The user's facts held for this request alone, if it writes facts: the limits are checked
-        and the facts written with no other writer in between (docs/api.md "Limits")."""
-        if not needs:
-            yield None
-            return
-        lease = uuid.uuid4().hex
-        pause = LEASE_FIRST_PAUSE_S
-        waited = 0.0
-        while not self._store.hold_facts(tenant_id, user_id, lease, FACT_WRITE_LEASE_S):
-            if waited >= LEASE_WAIT_S:
-                record_metric(MetricName.FACT_WRITE_CONFLICTS)
-                raise WriteConflict("another request is writing this user's facts; send the request again")
-            self._sleep(pause)
-            waited += pause
-            pause = min(pause * 2, LEASE_MAX_PAUSE_S)
-        try:
-            yield lease
-        finally:
-            self._store.release_facts(tenant_id, user_id, lease)
 
     def _accept_all(
         self,
