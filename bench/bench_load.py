@@ -6,7 +6,8 @@ after every 202 it polls the memory until the request's last item is readable (f
 retried. Prints, each against a baseline measured in the same run (one client, `--baseline-users`):
 - throughput (accepted items per second, until every item is readable);
 - lost items: accepted jobs that did not end `completed` (must be 0), and with `--facts N` (N facts
-  per user, sent in one request before its turns) acknowledged facts missing at the end (must be 0);
+  for every user, sent in one request each before any turn) acknowledged facts missing at the end
+  (must be 0);
 - 5xx answers and throttled answers;
 - freshness p50/p95 (202 -> memory readable);
 - peak RSS of the stack's process tree (moto, the API, every execution environment), from /proc,
@@ -114,10 +115,20 @@ class RssSampler:
         self._thread.join()
 
 
+def send_facts(url: str, tenant: str, user: str, facts: int, run: Run) -> None:
+    """One request of `facts` facts for `user` (the state the turns then run against)."""
+    body: dict[str, object] = {
+        "items": [{"id": f"f{i}", "text": f"Fact {i}.", "infer": False} for i in range(facts)]
+    }
+    if send(requests.Session(), url + Api.memory_path(tenant, user), body, run) is not None:
+        with run.lock:
+            run.facts[user] = facts
+
+
 def client_loop(
-    url: str, tenant: str, users: list[str], shape: tuple[int, int, int], run: Run, deadline: float
+    url: str, tenant: str, users: list[str], shape: tuple[int, int], run: Run, deadline: float
 ) -> None:
-    items, batch, facts = shape
+    items, batch = shape
     session, api = requests.Session(), Api(url)
     while time.monotonic() < deadline:
         with run.lock:
@@ -125,14 +136,11 @@ def client_loop(
                 return
             user = users.pop()
         path = Api.memory_path(tenant, user)
-        if facts:
-            body = {"items": [{"id": f"f{i}", "text": f"Fact {i}.", "infer": False} for i in range(facts)]}
-            if send(session, url + path, body, run) is not None:
-                with run.lock:
-                    run.facts[user] = facts
         for start in range(0, items, batch):
             words = [marker() for _ in range(min(batch, items - start))]
-            body = {"items": [{"text": f"Turn {start + i}: {word}."} for i, word in enumerate(words)]}
+            body: dict[str, object] = {
+                "items": [{"text": f"Turn {start + i}: {word}."} for i, word in enumerate(words)]
+            }
             response = send(session, url + path, body, run)
             if response is None or time.monotonic() > deadline:
                 continue
@@ -180,17 +188,25 @@ def wait_visible(api: Api, tenant: str, user: str, word: str, deadline: float) -
 
 
 def load(url: str, users: int, shape: tuple[int, int, int], clients: int, max_seconds: float) -> Run:
-    """`shape`: items per user, items per request, facts per user."""
+    """`shape`: items per user, items per request, facts per user (sent to every user first)."""
+    items, batch, facts = shape
     run, tenant = Run(), unique("load")
     pending = [unique("user") for _ in range(users)]
-    deadline = time.monotonic() + max_seconds
-    started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=clients) as pool:
+        if facts:
+            list(pool.map(lambda user: send_facts(url, tenant, user, facts, run), pending))
+        deadline = time.monotonic() + max_seconds
+        started = time.perf_counter()
         for future in [
-            pool.submit(client_loop, url, tenant, pending, shape, run, deadline) for _ in range(clients)
+            pool.submit(client_loop, url, tenant, pending, (items, batch), run, deadline)
+            for _ in range(clients)
         ]:
             future.result()
     run.seconds = time.perf_counter() - started
+    print(
+        f"  ({users} users: {run.items} items accepted in {run.seconds:.0f} s; checking every job)",
+        flush=True,
+    )
     run.lost = lost_jobs(Api(url), tenant, run.accepted_jobs)
     api = Api(url)
     run.lost_facts = sum(count - len(api.memory(tenant, user)["facts"]) for user, count in run.facts.items())
@@ -209,7 +225,7 @@ def lost_jobs(api: Api, tenant: str, jobs: list[str]) -> int:
             time.sleep(0.1)
         return False
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=16) as pool:
         return sum(not done for done in pool.map(completed, jobs))
 
 
@@ -253,7 +269,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with OpenAIStub(stub_reply) as stub, tempfile.TemporaryDirectory() as tmp:
         data_dir = {"MEMORY_LOCAL_DATA_DIR": str(Path(tmp) / "state")} if args.durable else {}
-        environment = stub_stack_environment(stub.base_url, **data_dir)
+        # The stub LLM keeps every marker it is shown: the summary must have room for all of a user's.
+        max_words = {"MEMORY_MAX_WORDS": str(min(2000, max(50, args.items + 20)))}
+        environment = stub_stack_environment(stub.base_url, **data_dir, **max_words)
         stack = LocalStackProcess(Path(tmp) / "stack.log", environment, concurrency=args.concurrency).start()
         try:
             pid = stack.pid
