@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 import aws_cdk as cdk
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -20,6 +18,7 @@ from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 from infra.nag import acknowledge, nag_text
 from infra.queueing import Queueing
+from infra.schedule import schedule_dead_letter_pass
 from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec, ResourceNames, function_environments
 from infra.storage import Storage, removal_policy
 from tools.assets import BuiltAssets
@@ -268,17 +267,7 @@ class Functions(Construct):
                 max_concurrency=config.condenser_max_concurrency,
             )
         )
-        # Its scheduled pass reads the DLQ without consuming it (domain/dead_letters.py): receive only.
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["sqs:ReceiveMessage"], resources=[queueing.dlq.queue_arn])
-        )
-        events.Rule(
-            self,
-            "DeadLetterPass",
-            description="Closes the jobs of messages the condenser dead-lettered without closing them.",
-            schedule=events.Schedule.rate(cdk.Duration.minutes(schema.DEAD_LETTER_PASS_MINUTES)),
-            targets=[events_targets.LambdaFunction(service_function.function, retry_attempts=2)],
-        )
+        schedule_dead_letter_pass(self, service_function.function, role, queueing.dlq)
         # openai only: the API key's secret, by name; bedrock is authorised by IAM alone (no secret).
         self.llm_secret: secretsmanager.ISecret | None = None
         if config.resolved_llm_secret_name:
