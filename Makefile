@@ -5,20 +5,40 @@ PYTHON ?= $(shell for p in python3.13 $$(ls -d $$HOME/.pyenv/versions/3.13*/bin/
 	"$$p" -c 'import sys; assert sys.version_info >= (3, 12)' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
+# Three sets, each a superset of the one before: the local stack, synth/deploy, tests and linters.
+LOCAL_STAMP := $(VENV)/.installed-local
+SYNTH_STAMP := $(VENV)/.installed-synth
 STAMP := $(VENV)/.installed
+LAYER_REQUIREMENTS := layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
+PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv test lint unit dev synth deploy bench clean
+.PHONY: venv venv-local venv-synth test lint unit dev synth deploy bench clean
 
 venv: $(STAMP)
+venv-local: $(LOCAL_STAMP)
+venv-synth: $(SYNTH_STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
+$(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (python3.13 preferred)"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	@touch $(STAMP)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+
+$(LOCAL_STAMP): requirements-local.txt $(LAYER_REQUIREMENTS) | $(BIN)/python
+	@echo "== Installing the local stack's packages: 73 packages, 340 MB, about 25 s the first time"
+	$(PIP) -r requirements-local.txt
+	@touch $@
+
+$(SYNTH_STAMP): requirements.txt $(LOCAL_STAMP)
+	@echo "== Installing the CDK for synth and deploy: 10 more packages, 420 MB, about 25 s the first time"
+	$(PIP) -r requirements.txt
+	@touch $@
+
+$(STAMP): requirements-dev.txt $(SYNTH_STAMP)
+	@echo "== Installing the test and lint tools: 19 more packages, 110 MB, about 10 s the first time"
+	$(PIP) -r requirements-dev.txt
+	@touch $@
 
 lint: venv
 	$(BIN)/ruff check .
@@ -31,14 +51,14 @@ test: venv lint
 unit: venv
 	$(BIN)/python -m pytest tests/unit
 
-dev: venv
+dev: venv-local
 	$(BIN)/python -m local_stack
 
 # Both take context overrides the same way: make synth CDK_ARGS="-c hippocampus.stage=prod".
-synth: venv
+synth: venv-synth
 	CDK_OUTDIR=cdk.out $(BIN)/python app.py $(CDK_ARGS)
 
-deploy: venv
+deploy: venv-synth
 	npx --yes aws-cdk@$(CDK_CLI_VERSION) deploy --all --app "$(BIN)/python app.py" --output cdk.out \
 		--require-approval broadening $(CDK_ARGS)
 
