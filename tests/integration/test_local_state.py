@@ -220,7 +220,9 @@ def test_nothing_acknowledged_is_lost_to_sigkill(tmp_path: Path) -> None:
         writers = [threading.Thread(target=_writer, args=(url, table, bucket, n, acked)) for n in range(4)]
         for writer in writers:
             writer.start()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30  # a busy machine starts the writers slowly: wait for them
+        while len(acked) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
         process.kill()  # SIGKILL, mid-write
         for writer in writers:
             writer.join(timeout=30)
