@@ -324,3 +324,15 @@ def test_a_put_over_the_character_bound_is_refused_naming_memory(service):
     assert response.body["error"]["code"] == "limit_exceeded"
     assert [detail["field"] for detail in response.body["error"]["details"]] == ["memory"]
     assert memory(service)["version"] == 0
+
+
+def test_one_llm_call_for_a_burst_of_one_item_requests(service, llm):
+    """The first message's condensation takes the turns queued behind it (read from the user's
+    index); their own messages, delivered after, find them applied."""
+    jobs = [ingest(service, f"Alice fact number {i}.")[0] for i in range(6)]
+    first = service.receive(max_messages=1)
+    assert service.deliver(first) == set()
+    assert len(llm.prompts) == 1 and all(f"number {i}" in llm.prompts[0] for i in range(6))
+    assert [job(service, job_id)["status"] for job_id in jobs] == ["completed"] * 6
+    service.drain()  # the five other messages
+    assert len(llm.prompts) == 1 and memory(service)["version"] == 1

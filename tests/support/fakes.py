@@ -39,13 +39,14 @@ from hippocampus.contracts.models import (
     JobError,
     JobStatus,
 )
-from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite
+from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite, RawSource
 from hippocampus.domain.condenser import Condenser
-from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.domain.consolidation import ConsolidationService
 from hippocampus.domain.dead_letters import DeadLetterReconciler
 from hippocampus.domain.edits import EditService
 from hippocampus.domain.export import ExportService
 from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.queued import QueuedItem
 from hippocampus.domain.reads import ReadService
 
 FINAL: frozenset[str] = frozenset({"completed", "skipped"})
@@ -70,6 +71,7 @@ class FakeJobStore:
     def __init__(self, idempotency: IdempotencyRecords | None = None) -> None:
         self.jobs: dict[str, Job] = {}
         self.generations: dict[str, int] = {}
+        self.sources: dict[str, RawSource] = {}
         self.idempotency: IdempotencyRecords = idempotency if idempotency is not None else {}
         self.lock = threading.RLock()
         self.batch_reads = 0
@@ -83,11 +85,13 @@ class FakeJobStore:
         self.jobs[job.job_id] = job
         self.generations[job.job_id] = generation
 
-    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+    def create_job(self, job: Job, generation: int, source: RawSource | None = None) -> tuple[Job, bool]:
         with self.lock:
             existing = self.jobs.get(job.job_id)
             if existing is None:
                 self.add(job, generation)
+                if source is not None:
+                    self.sources[job.job_id] = source
                 return job, True
             if existing.status != "failed":
                 return existing, False
@@ -120,6 +124,29 @@ class FakeJobStore:
                 if memory_version is not None:
                     update["memory_version"] = memory_version
                 self.jobs[job_id] = job.model_copy(update=update)
+
+    def open_jobs(self, tenant_id: str, user_id: str, limit: int) -> list[CondenseMessage]:
+        open_turns: list[CondenseMessage] = []
+        for job in self.list_user_jobs(tenant_id, user_id):  # newest first, to the newest settled turn
+            source = self.sources.get(job.job_id)
+            if source is None:
+                continue  # a fact
+            if job.status in ("completed", "skipped", "failed"):
+                break
+            if job.status == "queued":
+                open_turns.append(
+                    CondenseMessage(
+                        job_id=job.job_id,
+                        tenant_id=tenant_id,
+                        user_id=user_id,
+                        item_id=job.item_id or "",
+                        generation=self.generations[job.job_id],
+                        raw_key=source.raw_key,
+                        raw_index=source.raw_index,
+                        queued_at=job.created_at,
+                    )
+                )
+        return sorted(open_turns, key=lambda m: (m.queued_at.isoformat(), m.raw_key, m.raw_index))[:limit]
 
     def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
         mine = [job for job in self.jobs.values() if (job.tenant_id, job.user_id) == (tenant_id, user_id)]

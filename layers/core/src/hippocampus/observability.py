@@ -40,6 +40,7 @@ class MetricName(StrEnum):
     FACT_WRITE_CONFLICTS = "FactWriteConflicts"
     EXPORTS = "Exports"
     DEAD_LETTERED_JOBS_CLOSED = "DeadLetteredJobsClosed"
+    ITEMS_TAKEN_AHEAD = "ItemsTakenAhead"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -11,6 +11,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hippocampus.adapters.dynamodb_index import (
+    OPEN_JOBS_WALK,
+    job_ref_put,
+    open_message,
+    queue_order,
+    ref_job_id,
+)
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     JOB_REF_PREFIX,
@@ -26,15 +33,18 @@ from hippocampus.adapters.dynamodb_table import (
     values,
 )
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
-from hippocampus.contracts.models import USER_DELETED, Job, JobError, JobStatus
+from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.ports import RawSource
 
 _NOT_STORED = {PK, SK, TTL}
 
 
-def job_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[str, Any]:
+def job_put(
+    table: Table, job: Job, generation: int, retention_s: int, source: RawSource | None = None
+) -> dict[str, Any]:
     """The `Put` of a new job: only where no live job has this id (an expired one counts as absent)."""
     item = job.model_dump(mode="json") | {
         PK: job_pk(job.tenant_id, job.job_id),
@@ -43,6 +53,8 @@ def job_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[s
         "attempt": 1,
         TTL: table.epoch() + retention_s,
     }
+    if source is not None:  # a turn: where its content is (the condenser may apply it early)
+        item |= {"raw_key": source.raw_key, "raw_index": source.raw_index}
     return {
         "Put": {
             "TableName": table.name,
@@ -53,23 +65,17 @@ def job_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[s
     }
 
 
-def job_ref_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[str, Any]:
-    """The `Put` of the job's reference in the user's index (what a delete sweeps, an export lists)."""
-    item = {
-        PK: index_pk(job.tenant_id, job.user_id),
-        SK: JOB_REF_PREFIX + job.job_id,
-        "generation": generation,
-        TTL: table.epoch() + retention_s,
-    }
-    return {"Put": {"TableName": table.name, "Item": values(item)}}
-
-
 def new_job_writes(
-    table: Table, job: Job, generation: int, retention_s: int, lease: str | None = None
+    table: Table,
+    job: Job,
+    generation: int,
+    retention_s: int,
+    lease: str | None = None,
+    source: RawSource | None = None,
 ) -> list[dict[str, Any]]:
     """A new job, its reference and the generation check (in this order: `UserDeleted` reads it)."""
     return [
-        job_put(table, job, generation, retention_s),
+        job_put(table, job, generation, retention_s, source),
         job_ref_put(table, job, generation, retention_s),
         generation_check(table.name, job.tenant_id, job.user_id, generation, lease),
     ]
@@ -121,12 +127,13 @@ class DynamoJobStore:
         self._table = table
         self.retention_s = retention_days * DAY_S
 
-    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+    def create_job(self, job: Job, generation: int, source: RawSource | None = None) -> tuple[Job, bool]:
         # A job that refused the put but is gone by the read (it expired in between) is put again:
         # answering `job` unstored would report a queued job that exists nowhere and is never queued.
         for _ in range(2):
             try:
-                self._table.transact(new_job_writes(self._table, job, generation, self.retention_s))
+                writes = new_job_writes(self._table, job, generation, self.retention_s, source=source)
+                self._table.transact(writes)
                 return job, True
             except ConditionFailed as failure:
                 raise_if_deleted(failure, check_at=2)
@@ -194,9 +201,32 @@ class DynamoJobStore:
                 if not is_condition_failure(failure):
                     raise  # a job that expired or was never stored is not worth failing the batch
 
+    def open_jobs(self, tenant_id: str, user_id: str, limit: int) -> list[CondenseMessage]:
+        # Newest first, back to the newest turn that is settled: the open turns behind it are the
+        # rest of the user's queue, in order. Further back than one page, the order is not known.
+        refs = self._table.newest(index_pk(tenant_id, user_id), JOB_REF_PREFIX, OPEN_JOBS_WALK)
+        keys = [key(job_pk(tenant_id, ref_job_id(raw[SK]["S"])), JOB_SK) for raw in refs]
+        stored = {
+            raw["job_id"]["S"]: raw for raw in self._table.batch_get(keys) if not self._table.expired(raw)
+        }
+        open_turns: list[CondenseMessage] = []
+        for ref in refs:
+            raw = stored.get(ref_job_id(ref[SK]["S"]))
+            if raw is None or "raw_key" not in raw:
+                continue  # gone, or a fact
+            status = raw["status"]["S"]
+            if status in ("completed", "skipped", "failed"):
+                break
+            if status == "queued":
+                open_turns.append(open_message(plain_item(raw)))
+        else:
+            if len(refs) == OPEN_JOBS_WALK:
+                return []
+        return sorted(open_turns, key=queue_order)[:limit]
+
     def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
         refs = self._table.query_partition(index_pk(tenant_id, user_id), sk_prefix=JOB_REF_PREFIX)
-        jobs = self.get_jobs(tenant_id, [raw[SK]["S"].removeprefix(JOB_REF_PREFIX) for raw in refs])
+        jobs = self.get_jobs(tenant_id, [ref_job_id(raw[SK]["S"]) for raw in refs])
         return sorted(jobs.values(), key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
@@ -210,7 +240,7 @@ class DynamoJobStore:
             if sk.startswith(JOB_REF_PREFIX):
                 if int(raw.get("generation", {}).get("N", "0")) >= generation:
                     continue  # a job of the user's new life
-                job_ids.append(sk.removeprefix(JOB_REF_PREFIX))
+                job_ids.append(ref_job_id(sk))
             swept.append({PK: raw[PK], SK: raw[SK]})
         jobs = self.get_jobs(tenant_id, job_ids)
         gone = [job_id for job_id, job in jobs.items() if not self._redact_in_flight(job)]

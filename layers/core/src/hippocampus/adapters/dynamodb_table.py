@@ -152,6 +152,19 @@ class Table:
         for page in self.client().get_paginator("query").paginate(**kwargs):
             yield from page.get("Items", [])
 
+    def newest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:
+        """The `limit` items of the partition with the highest sort keys under `sk_prefix` (one page)."""
+        response = self.client().query(
+            TableName=self.name,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": sk_prefix}},
+            ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        items: list[dict[str, Any]] = response.get("Items", [])
+        return items
+
     def batch_get(self, keys: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """BatchGetItem (strongly consistent), unprocessed keys retried."""
         found: list[dict[str, Any]] = []

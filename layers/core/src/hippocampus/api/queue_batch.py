@@ -17,8 +17,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from hippocampus.contracts.models import CondenseMessage
-from hippocampus.domain.consolidation import ConsolidationService, QueuedItem
+from hippocampus.domain.consolidation import ConsolidationService
 from hippocampus.domain.dead_letters import DeadLetterReconciler
+from hippocampus.domain.queued import QueuedItem
 from hippocampus.observability import logger, metrics
 
 CondenserHandler = Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]

@@ -25,6 +25,14 @@ class MemoryState:
 
 
 @dataclass(frozen=True)
+class RawSource:
+    """Where an accepted turn's content is: its request's raw payload and its place in it."""
+
+    raw_key: str
+    raw_index: int
+
+
+@dataclass(frozen=True)
 class MemoryWrite:
     """A new summary version, written only if the item still has `expected_version` and `generation`."""
 
@@ -102,8 +110,9 @@ class MemoryStore(Protocol):
 class JobStore(Protocol):
     """Ingestion jobs; `completed` doubles as the applied-job ledger."""
 
-    def create_job(self, job: Job, generation: int) -> tuple[Job, bool]:
+    def create_job(self, job: Job, generation: int, source: RawSource | None = None) -> tuple[Job, bool]:
         """Store a new job and return (job, True); a failed job with the same id is queued again.
+        `source`: where a turn's content is (the condenser may then apply it before its message).
 
         If a live job with the same id exists, return (that job, False) untouched: a duplicate.
         """
@@ -113,6 +122,10 @@ class JobStore(Protocol):
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id, in one batch read."""
+        ...
+
+    def open_jobs(self, tenant_id: str, user_id: str, limit: int) -> list[CondenseMessage]:
+        """Among the user's `limit` newest jobs, the queued turns, oldest first, as queue messages."""
         ...
 
     def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:

@@ -9,7 +9,6 @@ leaves for the DLQ is left `queued` or `processing` (docs/architecture.md "The c
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
 from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
@@ -20,19 +19,10 @@ from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard, require_time_for_a_call
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.prompt import CondenseInput
+from hippocampus.domain.queued import QueuedItem, queued_behind
 from hippocampus.observability import MetricName, logger, record_metric
 
 WRITE_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class QueuedItem:
-    """One queue message, as the condenser needs it (built from an SQS record by the API layer)."""
-
-    message_id: str
-    message: CondenseMessage
-    receive_count: int
-    trace_header: str | None = None
 
 
 class CondensationFailed(ServiceError):
@@ -135,6 +125,7 @@ class ConsolidationService:
                 self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
             ):
                 pending = self._unapplied(items)
+                pending += queued_behind(self._jobs, pending)
                 try:
                     self._condense(pending, deadline)
                 except Exception as error:

@@ -24,7 +24,15 @@ from hippocampus.contracts.models import (
     JobsResponse,
     compact_json_size,
 )
-from hippocampus.contracts.ports import ArchiveStore, JobQueue, JobStore, MemoryState, MemoryStore, Tracing
+from hippocampus.contracts.ports import (
+    ArchiveStore,
+    JobQueue,
+    JobStore,
+    MemoryState,
+    MemoryStore,
+    RawSource,
+    Tracing,
+)
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.fact_lease import facts_held
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
@@ -128,7 +136,7 @@ class IngestService:
         raw_key = self._store_raw(tenant_id, user_id, state.generation, request_id, list(turns.values()))
         queued: list[tuple[_Turn, Job]] = []
         try:
-            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease)
+            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease, raw_key)
         except Exception:
             self._undo(tenant_id, queued, raw_key)
             raise
@@ -163,6 +171,7 @@ class IngestService:
         state: MemoryState,
         queued: list[tuple[_Turn, Job]],
         lease: str | None,
+        raw_key: str | None,
     ) -> list[Job]:
         """Create every item's job and write the facts; new turn jobs go to `queued`, to be sent."""
         now = self._clock()
@@ -173,7 +182,9 @@ class IngestService:
                 assert lease is not None  # a request with facts holds the user's facts
                 jobs.append(self._write_fact(tenant_id, user_id, item, state, now, lease))
                 continue
-            job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now)
+            assert raw_key is not None  # turns always have a raw payload
+            source = RawSource(raw_key, turn.raw_index)
+            job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now, source)
             if created:
                 queued.append((turn, job))
             else:
@@ -182,13 +193,19 @@ class IngestService:
         return jobs
 
     def _create_turn_job(
-        self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime
+        self,
+        tenant_id: str,
+        user_id: str,
+        item: IngestItem,
+        generation: int,
+        now: datetime,
+        source: RawSource,
     ) -> tuple[Job, bool]:
         assert item.id is not None
         job_id = job_id_for(tenant_id, user_id, item.id, content_hash(item), generation)
         job = new_job(tenant_id, user_id, item.id, job_id, now)
         with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
-            return self._jobs.create_job(job, generation)
+            return self._jobs.create_job(job, generation, source)
 
     def _write_fact(
         self, tenant_id: str, user_id: str, item: IngestItem, state: MemoryState, now: datetime, lease: str
