@@ -3,7 +3,7 @@
 Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
-- `T#<tenant>#U#<user>#I` / `JOB#<job>`  the user's index: one reference per job (written with it)
+- `T#<tenant>#U#<user>#I` / `JOB#<ms>#<job>` the user's index: one reference per job, by creation
 - `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
                                           written in the same transaction as the memory version.
