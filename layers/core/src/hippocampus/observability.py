@@ -41,6 +41,7 @@ class MetricName(StrEnum):
     EXPORTS = "Exports"
     DEAD_LETTERED_JOBS_CLOSED = "DeadLetteredJobsClosed"
     ITEMS_TAKEN_AHEAD = "ItemsTakenAhead"
+    ITEMS_CUT_TO_PROMPT_BUDGET = "ItemsCutToPromptBudget"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     llm_api_key_secret: str | None = None
     llm_timeout_s: float = Field(20.0, gt=0)
+    # The most characters one condensation prompt carries (domain/prompt_budget.py).
+    prompt_max_chars: int = Field(100_000, ge=10_000, le=2_000_000)
 
     # Retention.
     ttl_days: int | None = Field(None, ge=1)

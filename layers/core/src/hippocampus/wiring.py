@@ -133,6 +133,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         condenser,
         tracing,
         llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
+        prompt_max_chars=settings.prompt_max_chars,
     )
 
 

@@ -9,6 +9,7 @@ leaves for the DLQ is left `queued` or `processing` (docs/architecture.md "The c
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
 from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
@@ -19,6 +20,7 @@ from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard, require_time_for_a_call
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.prompt import CondenseInput
+from hippocampus.domain.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.queued import QueuedItem, queued_behind
 from hippocampus.observability import MetricName, logger, record_metric
 
@@ -44,7 +46,9 @@ class ConsolidationService:
         clock: Clock = utc_now,
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
         llm_timeout_s: float = 0.0,
+        prompt_max_chars: int = DEFAULT_PROMPT_MAX_CHARS,
     ) -> None:
+        self._prompt_max_chars = prompt_max_chars
         self._store = store
         self._jobs = jobs
         self._archive = archive
@@ -154,24 +158,29 @@ class ConsolidationService:
         return pending
 
     def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> None:
-        for _ in range(WRITE_ATTEMPTS):
-            if not pending:
-                return
+        lost = 0  # conditional writes lost in a row
+        while pending:
             tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
             state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
             pending, inputs = self._live(pending, state)
             if not pending:
                 return
-            job_ids = [item.message.job_id for item in pending]
+            # As many of the oldest items as one prompt holds; the rest go in the next call.
+            render = partial(self._condenser().build_prompt, state.memory)
+            count, cut = fitting(inputs, render, self._prompt_max_chars)
+            chunk, inputs = pending[:count], [cut] if cut else inputs[:count]
             # Checked before `processing`, so a job is never marked so with no time left to finish.
             require_time_for_a_call(deadline)
-            self._jobs.set_job_status(tenant_id, job_ids, "processing")
-            if self._apply(pending, inputs, state, deadline):
-                return
+            self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
+            if self._apply(chunk, inputs, state, deadline):
+                pending, lost = pending[count:], 0
+                continue
+            lost += 1
+            if lost >= WRITE_ATTEMPTS:
+                raise CondensationFailed("the memory kept changing during condensation; it will be retried")
             # Another writer won: the items it applied drop out, the rest are condensed again.
             record_metric(MetricName.VERSION_CONFLICTS)
             pending = self._unapplied(pending)
-        raise CondensationFailed("the memory kept changing during condensation; it will be retried")
 
     def _live(
         self, pending: list[QueuedItem], state: MemoryState
