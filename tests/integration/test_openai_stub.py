@@ -157,3 +157,22 @@ def test_the_time_given_caps_the_call_and_its_retry(stub: OpenAIStub) -> None:
         provider.complete("s", "p", timeout_s=1.2)
     assert time.monotonic() - started < 2.0  # one attempt of 1.2 s; no room for a retry
     assert stub.call_count == 1
+
+
+def test_a_backlog_over_the_models_context_is_condensed_in_calls_that_fit_it() -> None:
+    """The OpenAI-compatible stub refuses any prompt over 60,000 characters, as a provider refuses
+    one over its context; the condenser's budget keeps every call under it."""
+    from hippocampus.contracts.models import IngestRequest
+    from tests.support.fakes import Ports  # the stores in memory, the LLM adapter for real
+
+    with OpenAIStub(reply="Alice wrote a long story.", context_chars=60_000) as limited:
+        ports = Ports()
+        for index in range(12):
+            item = {"id": f"t{index}", "text": f"Chapter {index}. " + "word " * 6_300}  # 32,000 chars
+            ports.ingest().ingest(
+                "acme", "alice", IngestRequest.model_validate({"items": [item]}), f"r{index}"
+            )
+        service = ports.consolidation(provider_for(limited), max_words=200, prompt_max_chars=55_000)
+        assert service.process_batch(ports.queued()) == {}
+        assert all(job.status == "completed" for job in ports.jobs.jobs.values())
+        assert limited.call_count == 12  # one 32,000-character chapter per call

@@ -50,7 +50,11 @@ class OpenAIStub:
         delay_s: float = 0.0,
         retry_after_ms: int | None = 10,
         port: int = 0,
+        context_chars: int | None = None,
     ) -> None:
+        # A prompt (every message's content) longer than this is refused as OpenAI refuses a prompt
+        # over the model's context: 400 `context_length_exceeded`.
+        self.context_chars = context_chars
         self._lock = threading.Lock()
         self._reply: str | ReplyFunction = reply
         self._script: deque[str | dict[str, Any]] = deque()
@@ -201,6 +205,15 @@ class OpenAIStub:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     self._send(400, {"error": {"message": "malformed JSON", "type": "invalid_request_error"}})
+                    return
+                prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+                if stub.context_chars is not None and prompt_chars > stub.context_chars:
+                    error = {
+                        "message": f"This model's maximum context length is exceeded ({prompt_chars} chars)",
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                    self._send(400, {"error": error})
                     return
                 request = StubRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 status, text = stub._record(request)
