@@ -34,6 +34,12 @@ def service_metric(name: str, statistic: str, label: str | None = None) -> cloud
     )
 
 
+def tenant_usage(name: str) -> cloudwatch.MathExpression:
+    """Every tenant's series of one per-tenant usage metric (observability.record_tenant_usage)."""
+    search = f"SEARCH('{{{schema.METRICS_NAMESPACE},service,tenant}} MetricName=\"{name}\"', 'Sum', 300)"
+    return cloudwatch.MathExpression(expression=search, label=name, period=PERIOD)
+
+
 class Monitoring(Construct):
     def __init__(
         self,
@@ -200,6 +206,14 @@ class Monitoring(Construct):
                 ],
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="LLM tokens by tenant (prompt + completion)",
+                left=[tenant_usage("TenantPromptTokens"), tenant_usage("TenantCompletionTokens")],
+                right=[tenant_usage("TenantLlmCalls")],
+                width=24,
+            )
         )
         self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
 

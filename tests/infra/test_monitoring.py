@@ -91,6 +91,13 @@ def test_no_email_subscription_unless_configured(default_synth: Synth) -> None:
     default_synth.template.resource_count_is("AWS::SNS::Subscription", 0)
 
 
+def test_dashboard_shows_the_llm_usage_of_each_tenant(default_synth: Synth) -> None:
+    (dashboard,) = default_synth.template.find_resources("AWS::CloudWatch::Dashboard").values()
+    body = render(dashboard["Properties"]["DashboardBody"])
+    for name in ("TenantPromptTokens", "TenantCompletionTokens", "TenantLlmCalls"):
+        assert f"SEARCH('{{Hippocampus,service,tenant}} MetricName=\\\"{name}\\\"', 'Sum', 300)" in body
+
+
 def test_dashboard_shows_api_ingest_condenser_dlq_and_llm(default_synth: Synth) -> None:
     (dashboard,) = default_synth.template.find_resources("AWS::CloudWatch::Dashboard").values()
     body = render(dashboard["Properties"]["DashboardBody"])

@@ -59,3 +59,23 @@ def test_turns_of_the_users_life_before_a_delete_are_never_taken_ahead():
     ports.consolidation(model).process_batch([queued[1]])  # the first message of the new life
     assert ports.reads().get_memory(T, U).memory == "Turn-1 Turn-2"
     assert ports.jobs.status(old[0]) == "skipped" and ports.jobs.status(new[1]) == "completed"
+
+
+def test_each_condensation_counts_its_llm_usage_by_tenant(capsys):
+    import json
+
+    from hippocampus.observability import metrics
+
+    ports = Ports()
+    send_one_by_one(ports, ["Turn-0 happened."])
+    capsys.readouterr()
+    ports.consolidation(ScriptedModel("Alice did things.")).process_batch(ports.queued())
+    blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (usage,) = [blob for blob in blobs if "TenantLlmCalls" in blob]
+    (directive,) = usage["_aws"]["CloudWatchMetrics"]
+    assert directive["Dimensions"] == [["service", "tenant"]] and usage["tenant"] == T
+    first = lambda value: value[0] if isinstance(value, list) else value  # noqa: E731 - EMF may list values
+    assert first(usage["TenantLlmCalls"]) == 1 and first(usage["TenantPromptTokens"]) > 0
+    # The service's own metrics, flushed by the handler later, keep their dimensions: no tenant.
+    own = metrics.serialize_metric_set()
+    assert "CondensationsOk" in own and own["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]

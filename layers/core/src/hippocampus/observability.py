@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Final
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from hippocampus.contracts.names import METRICS_NAMESPACE, SERVICE_NAME
 
@@ -52,6 +52,22 @@ _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {
 def metric_unit(name: MetricName) -> MetricUnit:
     """The CloudWatch unit of a metric (Count unless stated otherwise)."""
     return _METRIC_UNITS.get(name, MetricUnit.Count)
+
+
+# Per-tenant LLM usage, with a `tenant` dimension (one CloudWatch metric per tenant and name).
+TENANT_DIMENSION: Final = "tenant"
+TENANT_USAGE: Final = ("TenantLlmCalls", "TenantPromptTokens", "TenantCompletionTokens")
+
+
+def record_tenant_usage(tenant_id: str, llm_calls: int, prompt_tokens: int, completion_tokens: int) -> None:
+    """The LLM calls and tokens of one condensation, by tenant: flushed at once, in a blob of their
+    own, so the tenant dimension never lands on the service's other metrics."""
+    usage = EphemeralMetrics(namespace=METRICS_NAMESPACE)
+    usage.add_dimension(name="service", value=SERVICE_NAME)
+    usage.add_dimension(name=TENANT_DIMENSION, value=tenant_id)
+    for name, value in zip(TENANT_USAGE, (llm_calls, prompt_tokens, completion_tokens), strict=True):
+        usage.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    usage.flush_metrics()
 
 
 def record_metric(name: MetricName, value: float = 1, *, sink: Metrics | None = None) -> None:

@@ -22,7 +22,7 @@ from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.prompt import CondenseInput
 from hippocampus.domain.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.queued import QueuedItem, queued_behind
-from hippocampus.observability import MetricName, logger, record_metric
+from hippocampus.observability import MetricName, logger, record_metric, record_tenant_usage
 
 WRITE_ATTEMPTS = 3
 
@@ -237,6 +237,7 @@ class ConsolidationService:
         record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
         record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
         record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
+        record_tenant_usage(tenant_id, outcome.llm_calls, outcome.prompt_tokens, outcome.completion_tokens)
         if outcome.budget_cut:
             record_metric(MetricName.BUDGET_CUTS)
         now = self._clock()
