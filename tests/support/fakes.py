@@ -11,12 +11,14 @@ Each fake takes hooks (`before_write`, `fail_next`, ...) so tests stage races an
 without patching anything.
 """
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -48,6 +50,7 @@ from hippocampus.domain.export import ExportService
 from hippocampus.domain.ingest import IngestService
 from hippocampus.domain.queued import QueuedItem
 from hippocampus.domain.reads import ReadService
+from tests.support.lambda_harness import Context, api_event
 
 FINAL: frozenset[str] = frozenset({"completed", "skipped"})
 Hook = Callable[[], None]
@@ -466,6 +469,25 @@ class Ports:
                 {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
             ),
         }
+
+    def call(
+        self, method: str, path: str, body: Any = None, **kwargs: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        """One API Gateway request to these handlers (GET to get_memory, the rest to ingest):
+        status, headers (multi-value ones joined) and the JSON body (None without one)."""
+        functions = self._handlers
+        handler = functions["get_memory"] if method == "GET" else functions["ingest"]
+        response = handler(api_event(method, path, body, **kwargs), Context())
+        headers = dict(response.get("headers") or {})
+        headers |= {
+            name: ", ".join(values) for name, values in (response.get("multiValueHeaders") or {}).items()
+        }
+        text = response.get("body")
+        return response["statusCode"], headers, json.loads(text) if text else None
+
+    @cached_property
+    def _handlers(self) -> dict[str, LambdaHandler]:
+        return self.api_functions()
 
     def reconciler(self) -> DeadLetterReconciler:
         return DeadLetterReconciler(self.jobs, self.dead_letters)

@@ -1,15 +1,12 @@
 """The API layer with its services injected: routes, envelope and the condenser's batch report, on fakes."""
 
-import json
-from typing import Any
-
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hippocampus.adapters.llm.offline import OfflineModel
 from hippocampus.api.queue_batch import batch_failures, condenser_function
 from tests.support.fakes import Ports
-from tests.support.lambda_harness import Context, api_event
+from tests.support.lambda_harness import Context
 
 MEMORY = "/v1/tenants/acme/users/alice/memory"
 
@@ -21,20 +18,7 @@ def ports() -> Ports:
 
 @pytest.fixture
 def call(ports):
-    functions = ports.api_functions()
-    reads, writes = functions["get_memory"], functions["ingest"]
-
-    def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, dict[str, str], Any]:
-        handler = reads if method == "GET" else writes
-        response = handler(api_event(method, path, body, **kwargs), Context())
-        text = response.get("body")
-        headers = dict(response.get("headers") or {})
-        headers |= {
-            name: ", ".join(values) for name, values in (response.get("multiValueHeaders") or {}).items()
-        }
-        return response["statusCode"], headers, json.loads(text) if text else None
-
-    return call
+    return ports.call
 
 
 def test_routes_serve_the_injected_services(call, ports):

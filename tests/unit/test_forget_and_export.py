@@ -2,7 +2,6 @@
 stored; a request writing facts holds them alone (docs/api.md "Forgetting a user", "Export", "Limits");
 no job stays open once its message is in the dead-letter queue."""
 
-import json
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ from hippocampus.api.queue_batch import condenser_function
 from hippocampus.contracts.errors import NotFound, WriteConflict
 from hippocampus.contracts.models import IngestRequest, JobError
 from tests.support.fakes import Ports, ScriptedModel
-from tests.support.lambda_harness import Context, api_event
+from tests.support.lambda_harness import Context
 
 T, U = "acme", "alice"
 MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
@@ -24,13 +23,9 @@ def ports() -> Ports:
 
 @pytest.fixture
 def call(ports):
-    functions = ports.api_functions()
-    reads, writes = functions["get_memory"], functions["ingest"]
-
     def call(method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-        handler = reads if method == "GET" else writes
-        response = handler(api_event(method, path, body, **kwargs), Context())
-        return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
+        status, _, answer = ports.call(method, path, body, **kwargs)
+        return status, answer
 
     return call
 

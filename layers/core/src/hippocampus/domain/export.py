@@ -8,15 +8,16 @@ the last entry given, so entries written meanwhile are not given twice.
 """
 
 import base64
-import binascii
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
-from hippocampus.contracts.models import ExportDocument, HistoryVersion, Job
+from hippocampus.contracts.models import ExportDocument
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.reads import memory_body
@@ -29,7 +30,13 @@ SECTIONS = ("items", "history", "jobs")
 class _Entry:
     section: int  # its place in SECTIONS
     key: str  # ascending within a section, in the order entries are given
-    value: dict[str, Any]
+    value: Any  # an item as sent, a HistoryVersion or a Job: what the document holds
+    size: int  # what it adds to a page
+
+
+def _entry(section: int, key: str, value: Any) -> _Entry:
+    jsonable = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return _Entry(section, key, value, _size(jsonable))
 
 
 def encode_cursor(section: int, key: str) -> str:
@@ -41,7 +48,7 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
     """The position a cursor resumes after; 422 naming `cursor` for anything this service did not write."""
     try:
         section, key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError, binascii.Error):
+    except (ValueError, TypeError):  # binascii.Error is a ValueError
         section, key = None, None
     if not isinstance(section, int) or not 0 <= section < len(SECTIONS) or not isinstance(key, str):
         raise ValidationFailed(
@@ -79,18 +86,17 @@ class ExportService:
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
         memory = memory_body(tenant_id, user_id, state, facts) if after is None else None
         used = _size(memory.model_dump(mode="json")) if memory else 0
-        page: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
-        given = 0 if memory is None else 1
+        page: dict[str, list[Any]] = {name: [] for name in SECTIONS}
+        given_any = memory is not None
         resume: tuple[int, str] | None = None
-        position = after or (0, "")
-        for entry in self._entries(tenant_id, user_id, state.generation, after):
-            size = _size(entry.value)
-            if given and used + size > self._page_bytes:
+        position = after or (0, "")  # every key sorts after "": (0, "") is the first entry of all
+        for entry in self._entries(tenant_id, user_id, state.generation, position):
+            if given_any and used + entry.size > self._page_bytes:
                 resume = position  # every page gives something: the memory, or one entry at least
                 break
             page[SECTIONS[entry.section]].append(entry.value)
-            used += size
-            given += 1
+            used += entry.size
+            given_any = True
             position = (entry.section, entry.key)
         record_metric(MetricName.EXPORTS)
         return ExportDocument(
@@ -99,27 +105,27 @@ class ExportService:
             exported_at=self._clock(),
             memory=memory,
             items=page["items"],
-            history=[HistoryVersion.model_validate(value) for value in page["history"]],
-            jobs=[Job.model_validate(value) for value in page["jobs"]],
+            history=page["history"],
+            jobs=page["jobs"],
             next_cursor=encode_cursor(*resume) if resume is not None else None,
         )
 
     def _entries(
-        self, tenant_id: str, user_id: str, generation: int, after: tuple[int, str] | None
+        self, tenant_id: str, user_id: str, generation: int, after: tuple[int, str]
     ) -> Iterator[_Entry]:
         """Every entry after `after`, section by section; a section is read only when reached."""
-        start_section, start_key = after if after is not None else (0, "")
+        start_section, start_key = after
         readers = (self._items, self._history, self._job_entries)
         for section in range(start_section, len(SECTIONS)):
             for entry in readers[section](tenant_id, user_id, generation):
-                if section > start_section or after is None or entry.key > start_key:
+                if section > start_section or entry.key > start_key:
                     yield entry
 
     def _items(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
         with self._tracing.span("s3.list_raw", tenant_id=tenant_id):
             payloads = self._archive.list_raw(tenant_id, user_id, generation)
         entries = [
-            _Entry(0, f"{key}#{index:03d}", item)
+            _entry(0, f"{key}#{index:03d}", item)
             for key, payload in payloads.items()
             for index, item in enumerate(payload.get("items", []))
         ]
@@ -129,13 +135,10 @@ class ExportService:
         with self._tracing.span("s3.list_history", tenant_id=tenant_id):
             versions = self._archive.list_history(tenant_id, user_id, generation, None)
         # Newest first: the key counts down as the version goes up.
-        return [_Entry(1, f"{10**12 - v.version:012d}", v.model_dump(mode="json")) for v in versions]
+        return [_entry(1, f"{10**12 - v.version:012d}", v) for v in versions]
 
     def _job_entries(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
         with self._tracing.span("dynamodb.list_user_jobs", tenant_id=tenant_id):
             jobs = self._jobs.list_user_jobs(tenant_id, user_id)
-        entries = [
-            _Entry(2, f"{job.created_at.isoformat()}|{job.job_id}", job.model_dump(mode="json"))
-            for job in jobs
-        ]
+        entries = [_entry(2, f"{job.created_at.isoformat()}|{job.job_id}", job) for job in jobs]
         return sorted(entries, key=lambda entry: entry.key)
