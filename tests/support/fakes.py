@@ -42,6 +42,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite, RawSource
+from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.consolidation import ConsolidationService
 from hippocampus.domain.dead_letters import DeadLetterReconciler
@@ -495,8 +496,10 @@ class Ports:
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
         return ExportService(self.store, self.jobs, self.archive, self.tracing, page_bytes=page_bytes)
 
-    def ingest(self) -> IngestService:
-        return IngestService(self.store, self.jobs, self.archive, lambda: self.queue, self.tracing)
+    def ingest(self, clock: Clock = utc_now) -> IngestService:
+        return IngestService(
+            self.store, self.jobs, self.archive, lambda: self.queue, self.tracing, clock=clock
+        )
 
     def idempotent_ingest(self) -> IdempotentIngest:
         return IdempotentIngest(self.ingest(), self.idempotency_records, ttl_s=3600)

@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, gt=0)
     # The most characters one condensation prompt carries (domain/prompt_budget.py).
     prompt_max_chars: int = Field(100_000, ge=10_000, le=2_000_000)
+    # How long a user's burst must be quiet before it is condensed (domain/queued.py); 0: no wait.
+    burst_window_ms: int = Field(300, ge=0, le=1_000)
 
     # Retention.
     ttl_days: int | None = Field(None, ge=1)

@@ -134,6 +134,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         tracing,
         llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
         prompt_max_chars=settings.prompt_max_chars,
+        burst_window_s=settings.burst_window_ms / 1000,
     )
 
 

@@ -13,7 +13,12 @@ from functools import partial
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
 from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
-from hippocampus.contracts.names import CONDENSATION_IO_MARGIN_S, DLQ_MAX_RECEIVE_COUNT, condensation_budget_s
+from hippocampus.contracts.names import (
+    CONDENSATION_IO_MARGIN_S,
+    DLQ_MAX_RECEIVE_COUNT,
+    LLM_TIMEOUTS_PER_CONDENSATION,
+    condensation_budget_s,
+)
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
@@ -21,7 +26,7 @@ from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard,
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.prompt import CondenseInput
 from hippocampus.domain.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
-from hippocampus.domain.queued import QueuedItem, queued_behind
+from hippocampus.domain.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
 from hippocampus.observability import MetricName, logger, record_metric, record_tenant_usage
 
 WRITE_ATTEMPTS = 3
@@ -47,8 +52,11 @@ class ConsolidationService:
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
         llm_timeout_s: float = 0.0,
         prompt_max_chars: int = DEFAULT_PROMPT_MAX_CHARS,
+        burst_window_s: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._prompt_max_chars = prompt_max_chars
+        self._burst = BurstWait(burst_window_s, clock, sleep) if burst_window_s > 0 else None
         self._store = store
         self._jobs = jobs
         self._archive = archive
@@ -72,7 +80,7 @@ class ConsolidationService:
         last receive, when one LLM call does. A deferred record on its last receive fails its job.
         """
         failures: dict[str, Exception] = {}
-        groups = sorted(_by_user(items), key=lambda group: -max(item.receive_count for item in group))
+        groups = sorted(by_user(items), key=lambda group: -max(item.receive_count for item in group))
         last = {
             item.message_id: (item.message.tenant_id, item.message.job_id)
             for item in items
@@ -129,7 +137,7 @@ class ConsolidationService:
                 self._tracing.span("condense.user", tenant_id=first.tenant_id, job_id=first.job_id),
             ):
                 pending = self._unapplied(items)
-                pending += queued_behind(self._jobs, pending)
+                pending += gathered(self._jobs, pending, self._burst, self._may_wait_s(deadline))
                 try:
                     self._condense(pending, deadline)
                 except Exception as error:
@@ -137,6 +145,12 @@ class ConsolidationService:
                     raise
         finally:
             logger.remove_keys(["tenant_id", "job_ids"])
+
+    def _may_wait_s(self, deadline: Deadline | None) -> float:
+        """What waiting for a burst may take: the time left beyond the user's worst case of LLM calls."""
+        if deadline is None:
+            return BURST_MAX_WAIT_S
+        return deadline.seconds_left() - LLM_TIMEOUTS_PER_CONDENSATION * self._llm_timeout_s
 
     def _unapplied(self, items: Sequence[QueuedItem]) -> list[QueuedItem]:
         """Drop redeliveries of jobs already applied or settled (the ledger), without an LLM call.
@@ -276,11 +290,3 @@ class ConsolidationService:
             status: JobStatus = "failed" if self._is_last(item) else "queued"
             self._jobs.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
         logger.warning("condensation failed", extra={"error_type": type(error).__name__})
-
-
-def _by_user(items: Sequence[QueuedItem]) -> list[list[QueuedItem]]:
-    """Group records per user, keeping arrival order inside each group."""
-    groups: dict[tuple[str, str], list[QueuedItem]] = {}
-    for item in items:
-        groups.setdefault((item.message.tenant_id, item.message.user_id), []).append(item)
-    return list(groups.values())
