@@ -164,7 +164,7 @@ def test_handlers_stay_thin():
         assert len(handler.read_text().splitlines()) <= 20, handler
 
 
-def test_read_path_import_loads_neither_openai_nor_xray_sdk_nor_write_routes():
+def test_read_path_import_loads_no_llm_sdk_no_tracing_sdk_and_no_write_routes():
     script = f"""
 import sys, os
 os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
@@ -174,7 +174,7 @@ spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 from hippocampus import wiring
 wiring.read_service()
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx", "opentelemetry")
                or m in ("hippocampus.api.write_routes", "aws_lambda_powertools.utilities.idempotency"))
 print(",".join(heavy))
 """

@@ -16,7 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from hippocampus.adapters.tracing import LAMBDA_TRACE_ENV, NoTracing, OtelTracing, XRayTracing, make_tracing
+from hippocampus.adapters.trace_header import LAMBDA_TRACE_ENV
+from hippocampus.adapters.tracing import NoTracing, XRayTracing, make_tracing
+from hippocampus.adapters.tracing_otel import OtelTracing
 from hippocampus.contracts.names import METRICS_NAMESPACE, SERVICE_NAME
 from hippocampus.observability import MetricName, metrics, record_metric
 from hippocampus.settings import Settings

@@ -61,7 +61,15 @@ def _max_json_bytes(limit: int) -> AfterValidator:
     return AfterValidator(check)
 
 
-class Model(BaseModel):
+class Record(BaseModel):
+    """A model of an answer, a record or a message. Its validator is built on first use
+    (`defer_build`), so each function builds only the models it uses: the read path's cold start
+    does not pay for the write path's models, and the reverse."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Model(Record):
     """A request model: unknown fields are refused, and no value is coerced (`true` is not 1, `"3"` is
     not 3, `"false"` is not a boolean: docs/api.md "Limits"). Request fields are plain JSON types, so
     strict validation of the parsed JSON is exact."""
@@ -129,7 +137,7 @@ class PutMemoryRequest(Model):
         return value
 
 
-class Fact(BaseModel):
+class Fact(Record):
     id: str
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -137,7 +145,7 @@ class Fact(BaseModel):
     updated_at: datetime
 
 
-class MemoryBody(BaseModel):
+class MemoryBody(Record):
     tenant_id: str
     user_id: str
     memory: str | None
@@ -147,7 +155,7 @@ class MemoryBody(BaseModel):
     facts: list[Fact]
 
 
-class JobError(BaseModel):
+class JobError(Record):
     code: str
     message: str
 
@@ -156,7 +164,7 @@ class JobError(BaseModel):
 USER_DELETED = JobError(code="user_deleted", message="the user was deleted before this item was condensed")
 
 
-class Job(BaseModel):
+class Job(Record):
     job_id: str
     tenant_id: str
     user_id: str
@@ -168,22 +176,22 @@ class Job(BaseModel):
     updated_at: datetime
 
 
-class JobsResponse(BaseModel):
+class JobsResponse(Record):
     jobs: list[Job]
 
 
-class HistoryVersion(BaseModel):
+class HistoryVersion(Record):
     version: int
     memory: str | None
     updated_at: datetime
     job_ids: list[str]
 
 
-class HistoryResponse(BaseModel):
+class HistoryResponse(Record):
     versions: list[HistoryVersion]
 
 
-class ExportDocument(BaseModel):
+class ExportDocument(Record):
     """Everything stored about one user (docs/api.md "Export"); long exports come in pages."""
 
     tenant_id: str
@@ -196,28 +204,28 @@ class ExportDocument(BaseModel):
     next_cursor: str | None  # the next page, or None: nothing more
 
 
-class HealthResponse(BaseModel):
+class HealthResponse(Record):
     status: Literal["ok"] = "ok"
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(Record):
     field: str
     message: str
     type: str
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Record):
     code: str
     message: str
     status: int
     details: list[ErrorDetail] = Field(default_factory=list)
 
 
-class ErrorEnvelope(BaseModel):
+class ErrorEnvelope(Record):
     error: ErrorBody
 
 
-class CondenseMessage(BaseModel):
+class CondenseMessage(Record):
     """Body of one SQS message: a pointer to one accepted item, never its content."""
 
     job_id: str

@@ -1,0 +1,128 @@
+"""Cold start, honestly measured: import + the first request answered, in fresh processes.
+
+A moto server on 127.0.0.1 holds the deployed resources and one user's memory. Each case is a
+fresh `python -c ...` process that times itself from its first statement to its answer, best of
+RUNS (the least disturbed run of a 2-core machine):
+- baseline: `import boto3`, one DynamoDB client, one `GetItem` of that memory item — what any
+  Lambda that reads DynamoDB pays at a cold start;
+- get_memory: import its handler module (Lambda's init phase), answer one GET of the memory;
+- ingest: import its handler module, answer one POST of one turn (202, a new user each run).
+
+Targets (README "Performance"): get_memory <= 1.3x, ingest <= 2x the baseline.
+Figures only, no assertions: `make bench` runs it.
+"""
+
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from moto.server import ThreadedMotoServer
+
+from bench.moto_server import free_port, function_environment
+from hippocampus.adapters.dynamodb_table import MEMORY_SK, user_pk
+from hippocampus.contracts.names import TABLE_PARTITION_KEY, TABLE_SORT_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS = ROOT / "events"
+RUNS = 9
+TENANT, USER = "acme", "alice"  # the user of events/api_get_memory.json and api_put_memory.json
+
+# A Lambda context with what Powertools reads, defined in the child so it imports nothing more.
+_CONTEXT = (
+    "class C:\n"
+    "    function_name = 'bench'; memory_limit_in_mb = 1024; aws_request_id = 'r'\n"
+    "    invoked_function_arn = 'arn:aws:lambda:us-east-1:123456789012:function:bench'\n"
+    "    def get_remaining_time_in_millis(self): return 10_000\n"
+)
+
+
+def _timed(body: str) -> str:
+    """`body` in a child that prints the milliseconds from its first statement to its end."""
+    return f"import time; _t = time.perf_counter()\n{body}\nprint((time.perf_counter() - _t) * 1000)\n"
+
+
+def baseline(table: str) -> str:
+    item_key = {TABLE_PARTITION_KEY: {"S": user_pk(TENANT, USER)}, TABLE_SORT_KEY: {"S": MEMORY_SK}}
+    return _timed(
+        "import boto3\n"
+        "client = boto3.session.Session().client('dynamodb')\n"
+        f"assert 'Item' in client.get_item(TableName={table!r}, Key={item_key!r})"
+    )
+
+
+def handler_request(function: str, event_file: Path, status: int) -> str:
+    """Import `function`'s handler and answer the event in `event_file` with `status`."""
+    path = ROOT / "functions" / function / "handler.py"
+    return _timed(
+        "import importlib.util as u, json\n"
+        f"s = u.spec_from_file_location('handler', {str(path)!r}); m = u.module_from_spec(s)\n"
+        "s.loader.exec_module(m)\n"
+        f"{_CONTEXT}"
+        f"event = json.loads(open({str(event_file)!r}).read())\n"
+        "answer = m.lambda_handler(event, C())\n"
+        f"assert answer['statusCode'] == {status}, answer"
+    )
+
+
+def one_turn_event(user: str) -> dict[str, Any]:
+    """events/api_post_memory.json for `user`, one turn, without its Idempotency-Key (no replay)."""
+    event: dict[str, Any] = json.loads((EVENTS / "api_post_memory.json").read_text())
+    for headers in (event["headers"], event["multiValueHeaders"]):
+        headers.pop("Idempotency-Key")
+    event["path"] = event["path"].replace(f"/users/{USER}/", f"/users/{user}/")
+    event["pathParameters"]["user_id"] = user
+    event["body"] = json.dumps({"items": [{"text": "User: I sell candles.\nAssistant: Nice!"}]})
+    return event
+
+
+def run_ms(code: str, environment: dict[str, str]) -> float:
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def best_ms(codes: list[str], environment: dict[str, str]) -> float:
+    return min(run_ms(code, environment) for code in codes)
+
+
+def main() -> None:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        environment = function_environment(f"http://127.0.0.1:{port}", ROOT)
+        run_ms(handler_request("ingest", EVENTS / "api_put_memory.json", 200), environment)  # the memory
+        with tempfile.TemporaryDirectory() as scratch:
+            posts = []
+            for run in range(RUNS):
+                event_file = Path(scratch) / f"post-{run}.json"
+                event_file.write_text(json.dumps(one_turn_event(f"cold-{uuid.uuid4().hex[:8]}")))
+                posts.append(handler_request("ingest", event_file, 202))
+            base = best_ms([baseline(environment["MEMORY_TABLE_NAME"])] * RUNS, environment)
+            cases = {
+                "get_memory: import + first GET memory (target <= 1.3x)": [
+                    handler_request("get_memory", EVENTS / "api_get_memory.json", 200)
+                ]
+                * RUNS,
+                "ingest: import + first POST of one turn (target <= 2x)": posts,
+            }
+            print(
+                f"cold start, best of {RUNS} fresh processes (python {sys.version.split()[0]}), moto on 127.0.0.1"
+            )
+            print(f"{'baseline: import boto3 + client + one GetItem':58s} {base:7.1f} ms   1.00x")
+            for label, codes in cases.items():
+                ms = best_ms(codes, environment)
+                print(f"{label:58s} {ms:7.1f} ms   {ms / base:5.2f}x")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
