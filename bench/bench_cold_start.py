@@ -8,6 +8,10 @@ RUNS (the least disturbed run of a 2-core machine):
 - get_memory: import its handler module (Lambda's init phase), answer one GET of the memory;
 - ingest: import its handler module, answer one POST of one turn (202, a new user each run).
 
+Then what each piece of get_memory's cold start costs, in the order it is paid (best of RUNS per
+piece, so the pieces add up to less than the whole): the libraries it stands on, the service's
+own modules, building the handler, and the first request.
+
 Targets (README "Performance"): get_memory <= 1.3x, ingest <= 2x the baseline.
 Figures only, no assertions: `make bench` runs it.
 """
@@ -69,6 +73,46 @@ def handler_request(function: str, event_file: Path, status: int) -> str:
     )
 
 
+# get_memory's cold start, piece by piece: (label, statement) run in order in one child.
+PIECES = (
+    ("import boto3", "import boto3"),
+    ("pydantic: import + first model built", "import pydantic\nclass M(pydantic.BaseModel): a: int\nM(a=1)"),
+    ("pydantic-settings", "import pydantic_settings"),
+    ("Powertools Logger, Metrics", "import aws_lambda_powertools"),
+    ("Powertools event handler (REST resolver)", "import aws_lambda_powertools.event_handler"),
+    ("the service's modules (hippocampus.wiring)", "import hippocampus.wiring"),
+    ("building the handler", "handler = hippocampus.wiring.get_memory_handler()"),
+    ("first GET: DynamoDB client + Query + answer", "handler(event, C())"),
+)
+
+
+def pieces_code() -> str:
+    lines = [
+        "import json, time",
+        _CONTEXT,
+        f"event = json.loads(open({str(EVENTS / 'api_get_memory.json')!r}).read())",
+        "costs = []",
+    ]
+    for _, statement in PIECES:
+        lines += ["_t = time.perf_counter()", statement, "costs.append((time.perf_counter() - _t) * 1000)"]
+    return "\n".join([*lines, "print(json.dumps(costs))"])
+
+
+def print_pieces(environment: dict[str, str], base_ms: float) -> None:
+    runs = []
+    for _ in range(RUNS):
+        done = subprocess.run(
+            [sys.executable, "-c", pieces_code()], env=environment, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-2000:])
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print("get_memory's cold start, piece by piece (best of each):")
+    for index, (label, _) in enumerate(PIECES):
+        ms = min(run[index] for run in runs)
+        print(f"  {label:56s} {ms:7.1f} ms   {ms / base_ms:5.2f}x of the baseline")
+
+
 def one_turn_event(user: str) -> dict[str, Any]:
     """events/api_post_memory.json for `user`, one turn, without its Idempotency-Key (no replay)."""
     event: dict[str, Any] = json.loads((EVENTS / "api_post_memory.json").read_text())
@@ -120,6 +164,7 @@ def main() -> None:
             for label, codes in cases.items():
                 ms = best_ms(codes, environment)
                 print(f"{label:58s} {ms:7.1f} ms   {ms / base:5.2f}x")
+            print_pieces(environment, base)
     finally:
         server.stop()
 

@@ -16,6 +16,7 @@ _CONFIG = Config(
     tcp_keepalive=True,
 )
 _clients: dict[str, Any] = {}
+_session: list[boto3.session.Session] = []  # one per process: clients share its loaders and credentials
 _lock = threading.Lock()
 
 
@@ -26,7 +27,9 @@ def client(service: str) -> Any:
         return existing
     with _lock:
         if service not in _clients:
-            _clients[service] = boto3.session.Session().client(service, config=_CONFIG)
+            if not _session:
+                _session.append(boto3.session.Session())
+            _clients[service] = _session[0].client(service, config=_CONFIG)
         return _clients[service]
 
 
@@ -34,3 +37,4 @@ def reset_clients() -> None:
     """Forget every client (tests switch endpoints between runs)."""
     with _lock:
         _clients.clear()
+        _session.clear()
