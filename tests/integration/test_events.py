@@ -82,7 +82,7 @@ def test_sqs_sample(service):
 
 
 def test_sample_ingest_then_condense_end_to_end(seeded):
-    assert seeded.drain() == 1
+    assert seeded.drain() == 2  # the turn, and the request for the fact's vector
     memory = seeded.invoke("get_memory", load("invoke_get_memory.json"))
     assert memory["version"] == 1 and "candles" in memory["memory"]
     assert [fact["id"] for fact in memory["facts"]] == ["pref_dark_mode"]

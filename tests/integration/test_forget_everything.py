@@ -7,8 +7,7 @@ import pytest
 
 from hippocampus import wiring
 from hippocampus.adapters.llm.offline import OfflineModel
-from hippocampus.domain import fact_lease
-from hippocampus.domain import ingest as ingest_module
+from hippocampus.domain import fact_lease, fact_rules
 from tests.support.clients import ClientProxy, proxied_service
 from tests.support.lambda_harness import Context
 
@@ -90,7 +89,7 @@ def test_the_export_holds_memory_facts_items_history_and_jobs(service):
 
 def test_a_concurrent_fact_writer_waits_and_the_limit_is_never_overshot(proxied, clients, monkeypatch):
     # The limit made small (20 facts instead of 200) to keep the test fast: the rule is the same.
-    monkeypatch.setattr(ingest_module, "MAX_FACTS_PER_USER", 20)
+    monkeypatch.setattr(fact_rules, "MAX_FACTS_PER_USER", 20)
     monkeypatch.setattr(fact_lease, "LEASE_WAIT_S", 0.2)
     facts = lambda prefix, count: [{"id": f"{prefix}{i}", "text": "x", "infer": False} for i in range(count)]  # noqa: E731
     assert proxied.call("POST", USER, {"items": facts("a", 15)}).status == 202

@@ -57,7 +57,7 @@ def test_ingest_condense_and_read(service):
     turn, fact = accepted.body["jobs"]
     assert turn["status"] == "queued" and turn["item_id"] == "turn-1"
     assert fact["status"] == "completed"
-    assert service.drain() == 1
+    assert service.drain() == 2  # the turn, and the request for the fact's vector
     job = service.call("GET", f"/v1/tenants/acme/jobs/{turn['job_id']}").body
     assert job["status"] == "completed" and job["memory_version"] == 1 and job["error"] is None
     memory = service.call("GET", USER)

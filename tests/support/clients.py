@@ -67,14 +67,17 @@ def proxied_service(
     """
     import boto3
 
+    from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
     from hippocampus.adapters.dynamodb_idempotency import user_records
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+    from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.dynamodb_table import Table
+    from hippocampus.adapters.embeddings.offline import OfflineEmbedder
     from hippocampus.adapters.s3 import S3Archive
     from hippocampus.adapters.sqs import SqsDeadLetters, SqsJobQueue
     from hippocampus.adapters.tracing import NoTracing
-    from hippocampus.api import read_routes, write_routes
+    from hippocampus.api import read_routes, recall_routes, write_routes
     from hippocampus.api.entry import api_function
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import condenser_function
@@ -83,9 +86,12 @@ def proxied_service(
     from hippocampus.domain.dead_letters import DeadLetterReconciler
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.export import ExportService
+    from hippocampus.domain.indexing import Indexer
     from hippocampus.domain.ingest import IngestService
+    from hippocampus.domain.lists import ListService
     from hippocampus.domain.prompt import PromptTemplate
     from hippocampus.domain.reads import ReadService
+    from hippocampus.domain.recall import RecallService
     from hippocampus.settings import get_settings
     from tests.support.lambda_harness import Service
 
@@ -98,6 +104,7 @@ def proxied_service(
     tracing = NoTracing()
     reads = ReadService(memory, jobs, archive, tracing)
     exports = ExportService(memory, jobs, archive, tracing)
+    lists = ListService(memory, DynamoEpisodeStore(table, settings.job_retention_days), tracing)
     records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
     records = user_records(aws.table_name, lambda: records_client)
     ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), records, 3600)
@@ -105,16 +112,27 @@ def proxied_service(
     condenser = Condenser(
         model, settings.max_words, PromptTemplate.from_text(settings.condense_prompt), tracing=tracing
     )
+    episodes = DynamoEpisodeStore(table, settings.job_retention_days)
     consolidation = ConsolidationService(
-        memory, jobs, archive, lambda: condenser, tracing, llm_timeout_s=settings.llm_timeout_s
+        memory,
+        jobs,
+        archive,
+        lambda: condenser,
+        tracing,
+        episodes=episodes,
+        llm_timeout_s=settings.llm_timeout_s,
     )
 
     service = Service(aws.queue_url, boto3.client("sqs"))
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(
             [read_routes.router],
-            read_routes.direct_actions(lambda: reads, lambda: exports),
-            {read_routes.read_service: lambda: reads, read_routes.export_service: lambda: exports},
+            read_routes.direct_actions(lambda: reads, lambda: exports, lambda: lists),
+            {
+                read_routes.read_service: lambda: reads,
+                read_routes.export_service: lambda: exports,
+                read_routes.list_service: lambda: lists,
+            },
         )
     )
     service.ingest = SimpleNamespace(
@@ -125,7 +143,18 @@ def proxied_service(
         )
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
+    recall_store = DynamoRecallStore(table, memory)
+    embedder = OfflineEmbedder()
+    indexer = Indexer(recall_store, lambda: embedder)
+    recall = RecallService(recall_store, lambda: embedder, tracing)
+    service.recall = SimpleNamespace(
+        lambda_handler=api_function(
+            [recall_routes.router],
+            recall_routes.direct_actions(lambda: recall),
+            {recall_routes.recall_service: lambda: recall},
+        )
+    )
     service.condenser = SimpleNamespace(
-        lambda_handler=condenser_function(lambda: consolidation, lambda: reconciler)
+        lambda_handler=condenser_function(lambda: consolidation, lambda: reconciler, lambda: indexer)
     )
     return service

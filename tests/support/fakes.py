@@ -27,9 +27,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
-from hippocampus.api import read_routes, write_routes
+from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+from hippocampus.api import read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
+from hippocampus.contracts import routes
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import (
@@ -41,16 +43,31 @@ from hippocampus.contracts.models import (
     JobError,
     JobStatus,
 )
-from hippocampus.contracts.ports import LanguageModel, LlmResult, MemoryState, MemoryWrite, RawSource
+from hippocampus.contracts.ports import (
+    Corpus,
+    Embedder,
+    Indexed,
+    LanguageModel,
+    LlmResult,
+    MemoryState,
+    MemoryWrite,
+    RawSource,
+    Unindexed,
+    Vector,
+)
+from hippocampus.contracts.recall import Episode
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.consolidation import ConsolidationService
 from hippocampus.domain.dead_letters import DeadLetterReconciler
 from hippocampus.domain.edits import EditService
 from hippocampus.domain.export import ExportService
+from hippocampus.domain.indexing import Indexer
 from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.lists import ListService
 from hippocampus.domain.queued import QueuedItem
 from hippocampus.domain.reads import ReadService
+from hippocampus.domain.recall import RecallService
 from tests.support.lambda_harness import Context, api_event
 
 FINAL: frozenset[str] = frozenset({"completed", "skipped"})
@@ -177,6 +194,10 @@ class FakeJobStore:
         return self.jobs[job_id].status
 
 
+def _episode_key(episode: Episode) -> str:
+    return f"{episode.created_at.isoformat()}#{episode.job_id}"
+
+
 class FakeMemoryStore:
     def __init__(self, jobs: FakeJobStore) -> None:
         self._jobs = jobs
@@ -190,6 +211,9 @@ class FakeMemoryStore:
         self.before_fact: Hook | None = None
         self.fail_next_fact: Exception | None = None
         self.writes = 0
+        # (tenant, user) → episode key → (episode, generation): in the user's partition, as in DynamoDB.
+        self.episode_items: dict[tuple[str, str], dict[str, tuple[Episode, int]]] = {}
+        self.vectors: dict[tuple[str, str], dict[str, Vector]] = {}
 
     def _user(self, tenant_id: str, user_id: str) -> _User:
         return self.users.setdefault((tenant_id, user_id), _User())
@@ -218,7 +242,78 @@ class FakeMemoryStore:
             self._jobs.set_job_status(
                 write.tenant_id, write.completed_job_ids, "completed", memory_version=version
             )
+            self._store_episodes(write.tenant_id, write.user_id, write.generation, write.episodes)
             self.writes += 1
+
+    # --- EpisodeStore: the episodes live in the user's partition, like the memory and its facts ---
+
+    def _store_episodes(
+        self, tenant_id: str, user_id: str, generation: int, episodes: Sequence[Episode]
+    ) -> None:
+        stored = self.episode_items.setdefault((tenant_id, user_id), {})
+        for episode in episodes:
+            stored[_episode_key(episode)] = (episode, generation)
+
+    def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
+        with self._jobs.lock:
+            if self._user(tenant_id, user_id).state.generation != generation:
+                raise ConditionFailed("the user was deleted")
+            self._store_episodes(tenant_id, user_id, generation, episodes)
+
+    def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
+        stored = self.episode_items.get((tenant_id, user_id), {})
+        return [episode for key, (episode, gen) in sorted(stored.items()) if gen == generation]
+
+    def list_episodes(
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+    ) -> tuple[list[Episode], bool]:
+        stored = self.episode_items.get((tenant_id, user_id), {})
+        start = _episode_key(after) if after is not None else None
+        keys = [key for key in sorted(stored, reverse=True) if start is None or key < start]
+        page = [stored[key][0] for key in keys[:limit] if stored[key][1] == generation]
+        return page, len(keys) > limit
+
+    # --- RecallStore: the same partition, with the vectors of its documents ---
+
+    def corpus(self, tenant_id: str, user_id: str) -> Corpus:
+        state, facts = self.read_memory(tenant_id, user_id, with_facts=True)
+        vectors = self.vectors.get((tenant_id, user_id), {})
+        episodes = self.episodes(tenant_id, user_id, state.generation)
+        return Corpus(
+            state,
+            [Indexed(fact, vectors.get(f"fact:{fact.id}")) for fact in facts],
+            [Indexed(episode, vectors.get(f"episode:{_episode_key(episode)}")) for episode in episodes],
+        )
+
+    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
+        corpus = self.corpus(tenant_id, user_id)
+        due = [
+            Unindexed(
+                "fact",
+                f"fact:{entry.document.id}",
+                entry.document.text,
+                entry.document.updated_at.isoformat(),
+            )
+            for entry in corpus.facts
+            if entry.vector is None or entry.vector.model != model
+        ]
+        recent = corpus.episodes[-recent_episodes:]
+        return due + [
+            Unindexed("episode", f"episode:{_episode_key(entry.document)}", entry.document.text, "")
+            for entry in recent
+            if isinstance(entry.document, Episode) and (entry.vector is None or entry.vector.model != model)
+        ]
+
+    def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
+        self.vectors.setdefault((tenant_id, user_id), {})[document.key] = vector
+        return True
+
+    def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
+        stored = self.episode_items.get((tenant_id, user_id), {})
+        excess = sorted(stored)[: max(0, len(stored) - keep)]
+        for key in excess:
+            del stored[key]
+        return len(excess)
 
     def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
         with self._jobs.lock:
@@ -263,6 +358,8 @@ class FakeMemoryStore:
             generation = user.state.generation + 1
             user.state = MemoryState(generation=generation)
             user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
+            stored = self.episode_items.get((tenant_id, user_id), {})
+            self.episode_items[(tenant_id, user_id)] = {k: v for k, v in stored.items() if v[1] >= generation}
             return generation
 
 
@@ -331,6 +428,7 @@ class FakeArchive:
 class FakeQueue:
     def __init__(self) -> None:
         self.messages: list[tuple[CondenseMessage, str | None]] = []
+        self.index_requests: list[tuple[str, str]] = []
         self.fail_next: Exception | None = None
 
     def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None:
@@ -338,6 +436,12 @@ class FakeQueue:
         if failure:
             raise DependencyUnavailable("the ingestion queue is unavailable; retry the request") from failure
         self.messages += [(message, trace_header) for message in messages]
+
+    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
+        failure, self.fail_next = self.fail_next, None
+        if failure:
+            raise DependencyUnavailable("the ingestion queue is unavailable") from failure
+        self.index_requests.append((tenant_id, user_id))
 
 
 class FakeDeadLetters:
@@ -441,6 +545,7 @@ class Ports:
     tracing: RecordingTracing = field(default_factory=RecordingTracing)
     dead_letters: FakeDeadLetters = field(default_factory=FakeDeadLetters)
     store: FakeMemoryStore = field(init=False)
+    embedder: Embedder | None = field(default_factory=OfflineEmbedder)
 
     def __post_init__(self) -> None:
         self.store = FakeMemoryStore(self.jobs)
@@ -455,19 +560,37 @@ class Ports:
     def reads(self) -> ReadService:
         return ReadService(self.store, self.jobs, self.archive, self.tracing)
 
+    def lists(self) -> ListService:
+        return ListService(self.store, self.store, self.tracing)
+
+    def recall(self) -> RecallService:
+        return RecallService(self.store, lambda: self.embedder, self.tracing)
+
+    def indexer(self) -> Indexer:
+        return Indexer(self.store, lambda: self.embedder)
+
     def api_functions(self) -> dict[str, LambdaHandler]:
         """The get_memory and ingest handlers on these fakes, wired as `hippocampus.wiring` wires them."""
-        edits, ingest = self.edits(), self.idempotent_ingest()
+        edits, ingest, recall = self.edits(), self.idempotent_ingest(), self.recall()
         return {
             "get_memory": api_function(
                 [read_routes.router],
-                read_routes.direct_actions(self.reads, self.exports),
-                {read_routes.read_service: self.reads, read_routes.export_service: self.exports},
+                read_routes.direct_actions(self.reads, self.exports, self.lists),
+                {
+                    read_routes.read_service: self.reads,
+                    read_routes.export_service: self.exports,
+                    read_routes.list_service: self.lists,
+                },
             ),
             "ingest": api_function(
                 [write_routes.router],
                 write_routes.direct_actions(lambda: ingest, lambda: edits),
                 {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+            ),
+            "recall": api_function(
+                [recall_routes.router],
+                recall_routes.direct_actions(lambda: recall),
+                {recall_routes.recall_service: lambda: recall},
             ),
         }
 
@@ -477,7 +600,8 @@ class Ports:
         """One API Gateway request to these handlers (GET to get_memory, the rest to ingest):
         status, headers (multi-value ones joined) and the JSON body (None without one)."""
         functions = self._handlers
-        handler = functions["get_memory"] if method == "GET" else functions["ingest"]
+        route = routes.match(method, path)
+        handler = functions[route.function] if route else functions["get_memory"]
         response = handler(api_event(method, path, body, **kwargs), Context())
         headers = dict(response.get("headers") or {})
         headers |= {
@@ -511,6 +635,7 @@ class Ports:
         self, model: LanguageModel, max_words: int = 50, **options: Any
     ) -> ConsolidationService:
         condenser = Condenser(model, max_words)
+        options.setdefault("episodes", self.store)
         return ConsolidationService(
             self.store, self.jobs, self.archive, lambda: condenser, self.tracing, **options
         )

@@ -68,6 +68,7 @@ class Service:
     def __init__(self, queue_url: str, sqs: Any) -> None:
         self.get_memory = load_handler("get_memory")
         self.ingest = load_handler("ingest")
+        self.recall = load_handler("recall")
         self.condenser = load_handler("condenser")
         self._queue_url = queue_url
         self._sqs = sqs
@@ -78,7 +79,8 @@ class Service:
 
     def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> HttpResult:
         route = routes.match(method, path)
-        function = self.ingest if route and route.function == "ingest" else self.get_memory
+        functions = {"ingest": self.ingest, "recall": self.recall}
+        function = functions.get(route.function, self.get_memory) if route else self.get_memory
         response = function.lambda_handler(api_event(method, path, body, **kwargs), Context())
         headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
         headers |= {k.lower(): ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()}
@@ -86,7 +88,12 @@ class Service:
         return HttpResult(response["statusCode"], headers, json.loads(text) if text else None)
 
     def invoke(self, function: str, payload: dict[str, Any]) -> Any:
-        module = {"get_memory": self.get_memory, "ingest": self.ingest, "condenser": self.condenser}[function]
+        module = {
+            "get_memory": self.get_memory,
+            "ingest": self.ingest,
+            "recall": self.recall,
+            "condenser": self.condenser,
+        }[function]
         return module.lambda_handler(payload, Context())
 
     def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:

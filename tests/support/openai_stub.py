@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible server (POST /v1/chat/completions) for tests that drive the real SDK.
+"""A local OpenAI-compatible server (POST /v1/chat/completions, /v1/embeddings) for tests driving the SDK.
 
     with OpenAIStub(reply="Alice sells candles.") as stub:
         client = OpenAI(api_key="k", base_url=stub.base_url)
@@ -7,14 +7,22 @@
         stub.script_body({"choices": []})  # the next reply is exactly this JSON body (a 200)
         stub.delay_s = 2.0       # slow answers, to exercise client timeouts
 
+Embeddings are deterministic vectors of the requested `dimensions` (1536 without), deliberately not
+unit length, as some compatible servers answer (`OpenAIStub.embedding_vector`). They are recorded
+(`embedding_requests`), failed (`fail_embeddings_with`) and delayed (`embedding_delay_s`) apart from
+the chat completions, so the chat's counts, failures and delay mean what they always meant.
+
 Thread-safe: the server runs in a background thread and serves each request on its own thread.
 Run standalone with `python -m tests.support.openai_stub --port 8089`.
 """
 
 import argparse
+import base64
 import contextlib
 import functools
 import json
+import random
+import struct
 import threading
 import time
 from collections import deque
@@ -25,6 +33,8 @@ from typing import Any
 
 ReplyFunction = Callable[[dict[str, Any]], str]
 COMPLETIONS_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+DEFAULT_EMBEDDING_DIMENSIONS = 1536  # text-embedding-3-small's size when `dimensions` is not sent
 
 
 @dataclass(frozen=True)
@@ -37,9 +47,23 @@ class StubRequest:
     def messages(self) -> list[dict[str, Any]]:
         return list(self.body.get("messages", []))
 
+    @property
+    def inputs(self) -> list[str]:
+        """The texts of an embeddings request."""
+        value = self.body.get("input", [])
+        return [value] if isinstance(value, str) else list(value)
+
 
 def _words(text: str) -> int:
     return len(text.split())
+
+
+def _embedding_inputs(value: Any) -> list[str] | None:
+    """The texts of an embeddings body (a string or a list of them), or None when it holds none."""
+    texts = [value] if isinstance(value, str) else value
+    if isinstance(texts, list) and texts and all(isinstance(t, str) and t for t in texts):
+        return texts
+    return None
 
 
 class OpenAIStub:
@@ -65,6 +89,12 @@ class OpenAIStub:
         self.delay_s = delay_s
         # Failures carry `retry-after-ms`, which the SDK honours: retries stay fast in tests.
         self.retry_after_ms = retry_after_ms
+        # Embeddings: recorded, failed and delayed apart from the chat completions.
+        self._embedding_requests: list[StubRequest] = []
+        self._embedding_fail: tuple[int, int | None] | None = None  # (status, times left or None)
+        self.embedding_delay_s = 0.0
+        self.embedding_dimensions: int | None = None  # set: ignore the requested size, as odd servers do
+        self.reverse_embeddings = False  # answer the vectors last first: clients must sort by `index`
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -123,9 +153,15 @@ class OpenAIStub:
         with self._lock:
             self._fail_status, self._fail_times = status, times
 
+    def fail_embeddings_with(self, status: int = 500, times: int | None = None) -> None:
+        """Fail embeddings requests with `status`: the next `times` ones, or all until `recover()`."""
+        with self._lock:
+            self._embedding_fail = (status, times)
+
     def recover(self) -> None:
         with self._lock:
             self._fail_status, self._fail_times = None, None
+            self._embedding_fail = None
 
     def reset(self) -> None:
         """Forget requests, scripts and failures (the default reply and delay stay)."""
@@ -133,6 +169,8 @@ class OpenAIStub:
             self._requests.clear()
             self._script.clear()
             self._fail_status, self._fail_times = None, None
+            self._embedding_requests.clear()
+            self._embedding_fail = None
 
     # --- observation -------------------------------------------------------------------------
 
@@ -151,6 +189,16 @@ class OpenAIStub:
         with self._lock:
             return self._requests[-1]
 
+    @property
+    def embedding_requests(self) -> list[StubRequest]:
+        with self._lock:
+            return list(self._embedding_requests)
+
+    @property
+    def embedding_call_count(self) -> int:
+        with self._lock:
+            return len(self._embedding_requests)
+
     # --- serving -----------------------------------------------------------------------------
 
     def _record(self, request: StubRequest) -> tuple[int | None, str | dict[str, Any]]:
@@ -168,6 +216,39 @@ class OpenAIStub:
                 return None, self._script.popleft()
             reply = self._reply
         return None, reply if isinstance(reply, str) else reply(request.body)
+
+    def _record_embedding(self, request: StubRequest) -> int | None:
+        """Register one embeddings request; return its failure status, or None."""
+        with self._lock:
+            self._embedding_requests.append(request)
+            if self._embedding_fail is None:
+                return None
+            status, times = self._embedding_fail
+            if times is not None:
+                self._embedding_fail = (status, times - 1) if times > 1 else None
+            return status
+
+    @staticmethod
+    def embedding_vector(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
+        """The stub's vector of `text`: the same in every run and process (seeded by the text)."""
+        rng = random.Random(text)
+        return [rng.uniform(-1.0, 1.0) for _ in range(dimensions)]
+
+    def _embeddings(self, body: dict[str, Any], inputs: list[str]) -> dict[str, Any]:
+        dimensions = self.embedding_dimensions or int(body.get("dimensions") or DEFAULT_EMBEDDING_DIMENSIONS)
+        data: list[dict[str, Any]] = []
+        for index, text in enumerate(inputs):
+            vector: list[float] | str = self.embedding_vector(text, dimensions)
+            if body.get("encoding_format") == "base64":  # the SDK's default: little-endian float32
+                vector = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        tokens = sum(_words(text) for text in inputs)
+        return {
+            "object": "list",
+            "data": data[::-1] if self.reverse_embeddings else data,
+            "model": body.get("model", "stub"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
     def _completion(self, body: dict[str, Any], text: str, number: int) -> dict[str, Any]:
         prompt_words = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
@@ -198,13 +279,16 @@ class OpenAIStub:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                if self.path.rstrip("/") != COMPLETIONS_PATH:
+                if self.path.rstrip("/") not in (COMPLETIONS_PATH, EMBEDDINGS_PATH):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     self._send(400, {"error": {"message": "malformed JSON", "type": "invalid_request_error"}})
+                    return
+                if self.path.rstrip("/") == EMBEDDINGS_PATH:
+                    self._embed(body)
                     return
                 prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
                 if stub.context_chars is not None and prompt_chars > stub.context_chars:
@@ -225,6 +309,22 @@ class OpenAIStub:
                     return
                 completion = text if isinstance(text, dict) else stub._completion(body, text, stub.call_count)
                 self._send(200, completion)
+
+            def _embed(self, body: dict[str, Any]) -> None:
+                inputs = _embedding_inputs(body.get("input"))
+                if inputs is None:
+                    message = "'input' must be a non-empty string or list of strings"
+                    self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
+                    return
+                request = StubRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                status = stub._record_embedding(request)
+                if stub.embedding_delay_s and stub._stopping.wait(stub.embedding_delay_s):
+                    return  # shutting down
+                if status is not None:
+                    failure = {"error": {"message": f"stub failure {status}", "type": "server_error"}}
+                    self._send(status, failure, retry=True)
+                    return
+                self._send(200, stub._embeddings(body, inputs))
 
             def _send(self, status: int, payload: dict[str, Any], retry: bool = False) -> None:
                 data = json.dumps(payload).encode()

@@ -26,7 +26,9 @@ def test_routes_serve_the_injected_services(call, ports):
     assert status == 202 and body["jobs"][0]["status"] == "queued"
     assert len(ports.queue.messages) == 1
 
-    condenser = condenser_function(lambda: ports.consolidation(OfflineModel()), ports.reconciler)
+    condenser = condenser_function(
+        lambda: ports.consolidation(OfflineModel()), ports.reconciler, ports.indexer
+    )
     message, _ = ports.queue.messages[0]
     record = {
         "messageId": "m1",

@@ -174,7 +174,9 @@ def test_the_dead_letter_pass_closes_only_the_open_jobs_of_dead_lettered_message
 def test_a_scheduled_event_runs_the_pass_instead_of_a_batch(ports):
     (job,) = ingest(ports, {"id": "t1", "text": "I sell candles."})
     ports.dead_letters.messages = [message for message, _ in ports.queue.messages]
-    handler = condenser_function(lambda: ports.consolidation(ScriptedModel("never called")), ports.reconciler)
+    handler = condenser_function(
+        lambda: ports.consolidation(ScriptedModel("never called")), ports.reconciler, ports.indexer
+    )
     scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
     assert handler(scheduled, Context()) == {"batchItemFailures": []}
     assert ports.jobs.status(job.job_id) == "failed"

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from hippocampus.api import read_routes, write_routes
+from hippocampus.api import read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler
 from hippocampus.contracts import routes
 from hippocampus.contracts.ports import MemoryState
@@ -42,6 +42,10 @@ MEMORY = f"{TENANT}/users/alice/memory"
 HISTORY = MEMORY + "/history"
 EXPORT = MEMORY + "/export"
 FACT = MEMORY + "/facts/f1"
+FACTS = MEMORY + "/facts"
+EPISODES = MEMORY + "/episodes"
+QUERY = MEMORY + "/query"
+CONTEXT = MEMORY + "/context"
 JOB = f"{TENANT}/jobs/job-1"
 JSON_TYPE = (("Content-Type", "application/json"),)
 
@@ -446,7 +450,90 @@ QUERY_CASES = [
     }.items()
 ]
 
+LIST_CASES = [
+    _case(Http("GET", f"{path}?limit={value}"), 422, "validation_error", "limit", f"{name} limit={value!r}")
+    for name, path in (("facts", FACTS), ("episodes", EPISODES))
+    for value in ("0", "101", "abc", "1.5", "")
+] + [
+    _case(Http("GET", f"{path}?cursor={value}"), 422, "validation_error", "cursor", f"{name} cursor={case}")
+    for name, path in (("facts", FACTS), ("episodes", EPISODES))
+    for case, value in {
+        "empty": "",
+        "not base64": "%%%",
+        "base64 of text": "aGVsbG8",
+        "a list of numbers": "WzEsMl0",
+        "a time without offset": "WyIyMDI2LTEyLTAxVDAwOjAwOjAwIiwieCJd",
+        "not a time": "WyJ5ZXN0ZXJkYXkiLCJ4Il0",
+        "1025 chars": "A" * 1025,
+    }.items()
+]
+
+
+def query(**fields: Any) -> bytes:
+    """A query body: a valid one with `fields` changed (None removes a field)."""
+    base = {"query": "what payment provider?"} | fields
+    return _json({k: v for k, v in base.items() if v is not None})
+
+
+RECALL_BODIES = {
+    "query: missing": (QUERY, query(query=None), "query"),
+    "query: empty": (QUERY, query(query=""), "query"),
+    "query: blank": (QUERY, query(query="   "), "query"),
+    "query: 2001 chars": (QUERY, query(query="q" * 2001), "query"),
+    "query: a number": (QUERY, query(query=5), "query"),
+    "top_k: 0": (QUERY, query(top_k=0), "top_k"),
+    "top_k: 51": (QUERY, query(top_k=51), "top_k"),
+    "top_k: '5'": (QUERY, query(top_k="5"), "top_k"),
+    "top_k: true": (QUERY, query(top_k=True), "top_k"),
+    "top_k: 2.5": (QUERY, query(top_k=2.5), "top_k"),
+    "types: empty": (QUERY, query(types=[]), "types"),
+    "types: unknown": (QUERY, query(types=["note"]), "types[0]"),
+    "types: a string": (QUERY, query(types="fact"), "types"),
+    "alpha: 1.5": (QUERY, query(alpha=1.5), "alpha"),
+    "alpha: -0.1": (QUERY, query(alpha=-0.1), "alpha"),
+    "alpha: '0.5'": (QUERY, query(alpha="0.5"), "alpha"),
+    "recency_bias: 2": (QUERY, query(recency_bias=2), "recency_bias"),
+    "metadata_filters: 9 keys": (
+        QUERY,
+        query(metadata_filters={f"k{i}": 1 for i in range(9)}),
+        "metadata_filters",
+    ),
+    "metadata_filters: an object value": (
+        QUERY,
+        query(metadata_filters={"a": {"b": 1}}),
+        "metadata_filters.a",
+    ),
+    "metadata_filters: an empty list": (QUERY, query(metadata_filters={"a": []}), "metadata_filters.a"),
+    "metadata_filters: a list": (QUERY, query(metadata_filters=["a"]), "metadata_filters"),
+    "include_memory: 'yes'": (QUERY, query(include_memory="yes"), "include_memory"),
+    "query: an unknown field": (QUERY, query(k=10), "k"),
+    "context max_words: 0": (CONTEXT, _json({"max_words": 0}), "max_words"),
+    "context max_words: 2001": (CONTEXT, _json({"max_words": 2001}), "max_words"),
+    "context max_words: '300'": (CONTEXT, _json({"max_words": "300"}), "max_words"),
+    "context query: empty": (CONTEXT, _json({"query": ""}), "query"),
+    "context query: a list": (CONTEXT, _json({"query": ["a"]}), "query"),
+    "context: an unknown field": (CONTEXT, _json({"top_k": 3}), "top_k"),
+}
+RECALL_CASES = [
+    _case(Http("POST", path, body), 422, "validation_error", name, case_id)
+    for case_id, (path, body, name) in RECALL_BODIES.items()
+] + [
+    _case(Http("POST", QUERY, b"{", JSON_TYPE), 400, "malformed_json", None, "query: malformed JSON"),
+    _case(Http("POST", CONTEXT, b"[]", JSON_TYPE), 422, "validation_error", None, "context: a list body"),
+    _case(
+        Http("POST", QUERY, query(), _with_type("text/plain")),
+        415,
+        "unsupported_media_type",
+        None,
+        "query: text",
+    ),
+]
+
 ROUTING = {
+    "GET query": (Http("GET", QUERY), 405, "method_not_allowed", None),
+    "DELETE context": (Http("DELETE", CONTEXT), 405, "method_not_allowed", None),
+    "POST facts": (Http("POST", FACTS, item()), 405, "method_not_allowed", None),
+    "DELETE episodes": (Http("DELETE", EPISODES), 405, "method_not_allowed", None),
     "PATCH memory": (Http("PATCH", MEMORY, put()), 405, "method_not_allowed", None),
     "OPTIONS memory": (Http("OPTIONS", MEMORY), 405, "method_not_allowed", None),
     "HEAD a fact": (Http("HEAD", FACT), 405, "method_not_allowed", None),
@@ -513,6 +600,30 @@ DIRECT = {
     "export cursor: a number": ("get_memory", act("export_memory", cursor=5), "cursor"),
     "export cursor: not ours": ("get_memory", act("export_memory", cursor="bm9wZQ"), "cursor"),
     "export on the write function": ("ingest", act("export_memory"), "action"),
+    "list_facts: limit 0": ("get_memory", act("list_facts", limit=0), "limit"),
+    "list_episodes: cursor not ours": ("get_memory", act("list_episodes", cursor="bm9wZQ"), "cursor"),
+    "list_facts without user_id": ("get_memory", act("list_facts", user_id=None), "user_id"),
+    "query_memory without request": ("recall", act("query_memory"), "request.query"),
+    "query_memory: query a number": ("recall", act("query_memory", request={"query": 5}), "request.query"),
+    "query_memory: top_k 0": (
+        "recall",
+        act("query_memory", request={"query": "q", "top_k": 0}),
+        "request.top_k",
+    ),
+    "query_memory: request a list": ("recall", act("query_memory", request=["q"]), "request"),
+    "query_memory without user_id": (
+        "recall",
+        act("query_memory", user_id=None, request={"query": "q"}),
+        "user_id",
+    ),
+    "query_memory on the read function": (
+        "get_memory",
+        act("query_memory", request={"query": "q"}),
+        "action",
+    ),
+    "get_context: max_words 0": ("recall", act("get_context", request={"max_words": 0}), "request.max_words"),
+    "get_context on the write function": ("ingest", act("get_context"), "action"),
+    "a read action on the recall function": ("recall", act("get_memory"), "action"),
     "fact_id: missing": ("ingest", act("delete_fact"), "fact_id"),
     "fact_id: unicode": ("ingest", act("delete_fact", fact_id="fäct"), "fact_id"),
     "user_id: missing for a delete": ("ingest", act("delete_memory", user_id=None), "user_id"),
@@ -594,7 +705,7 @@ DIRECT_CASES = (
         _case(
             Invoke(function, payload), 422, "validation_error", "payload", f"{function} payload {payload!r}"
         )
-        for function in ("get_memory", "ingest")
+        for function in ("get_memory", "ingest", "recall")
         for payload in NOT_OBJECTS
     ]
     + [
@@ -614,6 +725,8 @@ CATALOGUE = (
     + HEADER_CASES
     + PATH_CASES
     + QUERY_CASES
+    + LIST_CASES
+    + RECALL_CASES
     + ROUTING_CASES
     + DIRECT_CASES
 )
@@ -629,8 +742,10 @@ def test_the_catalogue_covers_every_route_and_action():
         r.payload.get("action") for r in requests if isinstance(r, Invoke) and isinstance(r.payload, dict)
     }
     ports = Ports()
-    actions = read_routes.direct_actions(ports.reads, ports.exports) | write_routes.direct_actions(
-        ports.idempotent_ingest, ports.edits
+    actions = (
+        read_routes.direct_actions(ports.reads, ports.exports, ports.lists)
+        | write_routes.direct_actions(ports.idempotent_ingest, ports.edits)
+        | recall_routes.direct_actions(ports.recall)
     )
     assert set(actions) <= invoked
     assert len(CATALOGUE) >= 150

@@ -42,6 +42,9 @@ class MetricName(StrEnum):
     DEAD_LETTERED_JOBS_CLOSED = "DeadLetteredJobsClosed"
     ITEMS_TAKEN_AHEAD = "ItemsTakenAhead"
     ITEMS_CUT_TO_PROMPT_BUDGET = "ItemsCutToPromptBudget"
+    DOCUMENTS_INDEXED = "DocumentsIndexed"
+    INDEXING_FAILED = "IndexingFailed"
+    QUERIES = "Queries"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -14,9 +14,12 @@ from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
     CONDENSER_TIMEOUT_S,
+    DEFAULT_EMBEDDING_DIMENSIONS,
     LLM_TIMEOUTS_PER_CONDENSATION,
+    EmbeddingProviderName,
     LlmProviderName,
     TracingMode,
+    default_embedding_model,
     default_model,
     max_llm_timeout_s,
 )
@@ -48,6 +51,13 @@ class Settings(BaseSettings):
     # How long a user's burst must be quiet before it is condensed (domain/queued.py); 0: no wait.
     burst_window_ms: int = Field(300, ge=0, le=1_000)
 
+    # Recall: the vectors of facts and episodes (None: `openai` with a key, else `offline`).
+    embedding_provider: EmbeddingProviderName | None = None
+    embedding_model: str | None = Field(None, min_length=1)
+    embedding_dimensions: int = Field(DEFAULT_EMBEDDING_DIMENSIONS, ge=64, le=1536)
+    # The newest condensed turns kept per user for recall (domain/episodes.py).
+    max_episodes: int = Field(2_000, ge=1, le=10_000)
+
     # Retention.
     ttl_days: int | None = Field(None, ge=1)
     job_retention_days: int = Field(30, ge=1)
@@ -76,6 +86,10 @@ class Settings(BaseSettings):
             object.__setattr__(self, "llm_provider", "openai" if has_key else "offline")
         if self.llm_model is None:
             object.__setattr__(self, "llm_model", default_model(self.provider) or "")
+        if self.embedding_provider is None:
+            object.__setattr__(self, "embedding_provider", "openai" if has_key else "offline")
+        if self.embedding_model is None:
+            object.__setattr__(self, "embedding_model", default_embedding_model(self.embedder) or "")
         if self.tracing is None:
             in_lambda = (self.aws_execution_env or "").startswith("AWS_Lambda")
             object.__setattr__(self, "tracing", "xray" if in_lambda else "off")
@@ -87,6 +101,11 @@ class Settings(BaseSettings):
     def provider(self) -> LlmProviderName:
         assert self.llm_provider is not None  # resolved by the validator
         return self.llm_provider
+
+    @property
+    def embedder(self) -> EmbeddingProviderName:
+        assert self.embedding_provider is not None  # resolved by the validator
+        return self.embedding_provider
 
     @property
     def model(self) -> str:

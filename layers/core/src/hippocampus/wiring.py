@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
 from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
 from hippocampus.adapters.dynamodb_table import Table
@@ -19,19 +20,23 @@ from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
 from hippocampus.domain.export import ExportService
+from hippocampus.domain.lists import ListService
 from hippocampus.domain.reads import ReadService
 from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
-    from hippocampus.contracts.ports import JobQueue, LanguageModel, Tracing
+    from hippocampus.contracts.ports import Embedder, JobQueue, LanguageModel, Tracing
     from hippocampus.domain.consolidation import ConsolidationService
     from hippocampus.domain.dead_letters import DeadLetterReconciler
     from hippocampus.domain.edits import EditService
+    from hippocampus.domain.indexing import Indexer
     from hippocampus.domain.ingest import IngestService
+    from hippocampus.domain.recall import RecallService
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +62,11 @@ def job_store() -> DynamoJobStore:
 
 
 @lru_cache(maxsize=1)
+def episode_store() -> DynamoEpisodeStore:
+    return DynamoEpisodeStore(_table(), get_settings().job_retention_days)
+
+
+@lru_cache(maxsize=1)
 def archive() -> S3Archive:
     return S3Archive(get_settings().require("bucket_name"), lambda: aws_clients.client("s3"))
 
@@ -75,6 +85,41 @@ def read_service() -> ReadService:
 @lru_cache(maxsize=1)
 def export_service() -> ExportService:
     return ExportService(memory_store(), job_store(), archive(), _read_tracing())
+
+
+@lru_cache(maxsize=1)
+def list_service() -> ListService:
+    return ListService(memory_store(), episode_store(), _read_tracing())
+
+
+@lru_cache(maxsize=1)
+def recall_store() -> "DynamoRecallStore":
+    from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+
+    return DynamoRecallStore(_table(), memory_store())
+
+
+@lru_cache(maxsize=1)
+def embedder() -> "Embedder | None":
+    """The configured embedding model: built at cold start (a missing key or a size the provider
+    does not offer fails it); no provider SDK is imported until the first call."""
+    from hippocampus.adapters.embeddings.factory import make_embedder
+
+    return make_embedder(get_settings())
+
+
+@lru_cache(maxsize=1)
+def recall_service() -> "RecallService":
+    from hippocampus.domain.recall import RecallService
+
+    return RecallService(recall_store(), embedder, _read_tracing())
+
+
+@lru_cache(maxsize=1)
+def indexer() -> "Indexer":
+    from hippocampus.domain.indexing import Indexer
+
+    return Indexer(recall_store(), embedder)
 
 
 @lru_cache(maxsize=1)
@@ -132,6 +177,8 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         archive(),
         condenser,
         tracing,
+        episodes=episode_store(),
+        max_episodes=settings.max_episodes,
         llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
         prompt_max_chars=settings.prompt_max_chars,
         burst_window_s=settings.burst_window_ms / 1000,
@@ -153,8 +200,12 @@ def get_memory_handler() -> LambdaHandler:
     get_settings()  # a bad configuration fails the cold start, naming the variable
     return api_function(
         [read_routes.router, openapi_router],
-        read_routes.direct_actions(read_service, export_service),
-        {read_routes.read_service: read_service, read_routes.export_service: export_service},
+        read_routes.direct_actions(read_service, export_service, list_service),
+        {
+            read_routes.read_service: read_service,
+            read_routes.export_service: export_service,
+            read_routes.list_service: list_service,
+        },
     )
 
 
@@ -167,6 +218,19 @@ def ingest_handler() -> LambdaHandler:
         [write_routes.router],
         write_routes.direct_actions(idempotent_ingest, edit_service),
         {write_routes.idempotent_ingest: idempotent_ingest, write_routes.edit_service: edit_service},
+    )
+
+
+def recall_handler() -> LambdaHandler:
+    """The recall function: query a user's memory, the context block, and their direct actions."""
+    from hippocampus.api import recall_routes
+
+    get_settings().require("table_name")
+    embedder()  # a bad embedding configuration fails the cold start, naming the variable
+    return api_function(
+        [recall_routes.router],
+        recall_routes.direct_actions(recall_service),
+        {recall_routes.recall_service: recall_service},
     )
 
 
@@ -190,9 +254,10 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
     get_settings().require("dlq_url")
     if model is None:
         consolidation_service()
-        return condenser_function(consolidation_service, dead_letter_reconciler)
+        embedder()  # a bad embedding configuration fails the cold start too
+        return condenser_function(consolidation_service, dead_letter_reconciler, indexer)
     service = build_consolidation_service(lambda: model)
-    return condenser_function(lambda: service, dead_letter_reconciler)
+    return condenser_function(lambda: service, dead_letter_reconciler, indexer)
 
 
 def reset() -> None:
@@ -203,9 +268,15 @@ def reset() -> None:
         _table,
         memory_store,
         job_store,
+        episode_store,
         archive,
         read_service,
         export_service,
+        list_service,
+        recall_store,
+        embedder,
+        recall_service,
+        indexer,
         job_queue,
         ingest_service,
         idempotent_ingest,

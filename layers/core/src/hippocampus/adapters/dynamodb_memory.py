@@ -6,9 +6,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hippocampus.adapters.dynamodb_episodes import episode_put
 from hippocampus.adapters.dynamodb_jobs import job_update, new_job_writes, raise_if_deleted
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
+    EPISODE_PREFIX,
     FACT_PREFIX,
     FACT_WRITER,
     FACT_WRITER_UNTIL,
@@ -40,18 +42,19 @@ class DynamoMemoryStore:
     def read_memory(self, tenant_id: str, user_id: str, with_facts: bool) -> tuple[MemoryState, list[Fact]]:
         pk = user_pk(tenant_id, user_id)
         if not with_facts:
-            return self._memory_state(self._get_memory_item(pk)), []
+            return self.memory_state(self._get_memory_item(pk)), []
         memory_raw: dict[str, Any] | None = None
         facts: list[dict[str, Any]] = []
-        for raw in self._table.query_partition(pk):
+        # `FACT#…` and `MEMORY` sort after `EPISODE#…`: the read never touches the episodes.
+        for raw in self._table.query_partition(pk, sk_from=FACT_PREFIX):
             sk = raw[SK]["S"]
             if sk == MEMORY_SK:
                 memory_raw = raw
             elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
                 facts.append(plain_item(raw))
-        state = self._memory_state(memory_raw)
+        state = self.memory_state(memory_raw)
         # A fact of an earlier generation is one a delete has not finished erasing: never shown.
-        return state, [_fact(item) for item in facts if int(item.get("generation", 0)) == state.generation]
+        return state, [fact_of(item) for item in facts if int(item.get("generation", 0)) == state.generation]
 
     def read_generation(self, tenant_id: str, user_id: str) -> int:
         raw = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")
@@ -102,7 +105,13 @@ class DynamoMemoryStore:
             )
             for job_id in write.completed_job_ids
         ]
-        self._table.transact([memory_update, *ledger])
+        episodes = [
+            episode_put(
+                self._table, write.tenant_id, write.user_id, write.generation, episode, self._job_retention_s
+            )
+            for episode in write.episodes
+        ]
+        self._table.transact([memory_update, *ledger, *episodes])
 
     def put_fact(
         self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
@@ -116,9 +125,12 @@ class DynamoMemoryStore:
             # JSON text: metadata may hold floats, which DynamoDB maps cannot take as they are.
             "metadata": json.dumps(fact.metadata, separators=(",", ":")),
             "additional_metadata": json.dumps(fact.additional_metadata, separators=(",", ":")),
+            "is_markdown": fact.is_markdown,
             "updated_at": iso(fact.updated_at),
             "generation": generation,
         }
+        if fact.title is not None:
+            fact_item["title"] = fact.title
         if self._memory_ttl_s:
             fact_item[TTL] = self._table.epoch() + self._memory_ttl_s
         # Written only while the user is not deleted and this request holds the facts for writing.
@@ -195,14 +207,14 @@ class DynamoMemoryStore:
             ReturnValues="UPDATED_NEW",
         )
         generation = int(result["Attributes"]["generation"]["N"])
-        # Facts written after the tombstone carry the new generation and stay.
-        fact_keys = [
+        # Facts and episodes written after the tombstone carry the new generation and stay.
+        older = [
             {PK: raw[PK], SK: raw[SK]}
             for raw in self._table.query_partition(pk, projection="pk, sk, #g")
-            if raw[SK]["S"].startswith(FACT_PREFIX)
+            if raw[SK]["S"].startswith((FACT_PREFIX, EPISODE_PREFIX))
             and int(raw.get("generation", {}).get("N", "0")) < generation
         ]
-        self._table.batch_delete(fact_keys)
+        self._table.batch_delete(older)
         return generation
 
     def _get_memory_item(self, pk: str, projection: str | None = None) -> dict[str, Any] | None:
@@ -217,7 +229,7 @@ class DynamoMemoryStore:
         item: dict[str, Any] | None = self._table.client().get_item(**kwargs).get("Item")
         return item
 
-    def _memory_state(self, raw: dict[str, Any] | None) -> MemoryState:
+    def memory_state(self, raw: dict[str, Any] | None) -> MemoryState:
         if not raw:
             return MemoryState()
         item = plain_item(raw)
@@ -234,11 +246,14 @@ class DynamoMemoryStore:
         )
 
 
-def _fact(item: dict[str, Any]) -> Fact:
+def fact_of(item: dict[str, Any]) -> Fact:
     return Fact(
         id=item["id"],
         text=item["text"],
         metadata=json.loads(item.get("metadata") or "{}"),
         additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
+        # Facts written before titles existed hold neither attribute.
+        title=item.get("title"),
+        is_markdown=bool(item.get("is_markdown", False)),
         updated_at=datetime.fromisoformat(item["updated_at"]),
     )

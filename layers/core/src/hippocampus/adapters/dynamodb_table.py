@@ -3,6 +3,7 @@
 Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
+- `T#<tenant>#U#<user>` / `EPISODE#<ms>#<job>` one condensed turn (recall), by acceptance time
 - `T#<tenant>#U#<user>#I` / `JOB#<ms>#<job>` the user's index: one reference per job, by creation
 - `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
@@ -25,6 +26,7 @@ from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
+EPISODE_PREFIX: Final = "EPISODE#"
 JOB_SK: Final = "JOB"
 JOB_REF_PREFIX: Final = "JOB#"
 # On the memory item: the request holding the user's facts for writing, and until when (epoch s).
@@ -135,8 +137,13 @@ class Table:
             raise
 
     def query_partition(
-        self, pk: str, projection: str | None = None, sk_prefix: str | None = None
+        self,
+        pk: str,
+        projection: str | None = None,
+        sk_prefix: str | None = None,
+        sk_from: str | None = None,
     ) -> Iterator[dict[str, Any]]:
+        """The partition's items (under `sk_prefix`, or from the sort key `sk_from` on), paged."""
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk",
@@ -146,6 +153,9 @@ class Table:
         if sk_prefix:
             kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
             kwargs["ExpressionAttributeValues"][":prefix"] = {"S": sk_prefix}
+        elif sk_from:
+            kwargs["KeyConditionExpression"] += " AND sk >= :from"
+            kwargs["ExpressionAttributeValues"][":from"] = {"S": sk_from}
         if projection:
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = {"#g": "generation"}

@@ -2,6 +2,7 @@
 
 import hashlib
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from itertools import batched
 from typing import Any
 
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 
 from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import CondenseMessage
+from hippocampus.contracts.recall import IndexMessage
 
 
 def message_group_id(tenant_id: str, user_id: str) -> str:
@@ -38,6 +40,18 @@ class SqsJobQueue:
                 raise DependencyUnavailable(
                     f"the queue rejected {len(response['Failed'])} message(s): {codes}"
                 )
+
+    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
+        message = IndexMessage(tenant_id=tenant_id, user_id=user_id, requested_at=datetime.now(UTC))
+        try:
+            self._client().send_message(
+                QueueUrl=self._queue_url,
+                MessageBody=message.model_dump_json(),
+                MessageGroupId=message_group_id(tenant_id, user_id),  # behind the user's turns
+                MessageDeduplicationId=f"index-{hashlib.sha256(request_id.encode()).hexdigest()[:64]}",
+            )
+        except (BotoCoreError, ClientError) as error:
+            raise DependencyUnavailable("the ingestion queue is unavailable") from error
 
     @staticmethod
     def _entry(index: int, message: CondenseMessage, trace_header: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`GET /v1/openapi.json`: the OpenAPI 3.1 document of the whole API, from the routes of both functions."""
+"""`GET /v1/openapi.json`: the OpenAPI 3.1 document of the whole API, from the routes of every function."""
 
 import json
 from functools import lru_cache
@@ -22,12 +22,13 @@ def openapi() -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """Built on the first request for it: the read path's cold start never pays for it, nor for the
     write routes' models."""
-    from hippocampus.api import read_routes, write_routes
+    from hippocampus.api import read_routes, recall_routes, write_routes
     from hippocampus.api.resolver import build_resolver
 
     app = build_resolver()
     app.include_router(read_routes.router)
     app.include_router(write_routes.router)
+    app.include_router(recall_routes.router)
     document: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
             title="Hippocampus on AWS",

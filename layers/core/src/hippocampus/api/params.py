@@ -11,6 +11,7 @@ from hippocampus.contracts.limits import (
     MAX_HISTORY_LIMIT,
     MAX_IDEMPOTENCY_KEY_CHARS,
 )
+from hippocampus.contracts.recall import MAX_LIST_LIMIT
 
 TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
 UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
@@ -18,6 +19,11 @@ JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identif
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
 HistoryLimit = Annotated[
     int, Query(ge=1, le=MAX_HISTORY_LIMIT, description="Versions to return, newest first")
+]
+ListLimit = Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT, description="Entries to return, newest first")]
+ListCursor = Annotated[
+    str | None,
+    Query(min_length=1, max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page"),
 ]
 ExportCursor = Annotated[
     str | None,

@@ -17,8 +17,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from hippocampus.contracts.models import CondenseMessage
+from hippocampus.contracts.recall import IndexMessage
 from hippocampus.domain.consolidation import ConsolidationService
 from hippocampus.domain.dead_letters import DeadLetterReconciler
+from hippocampus.domain.indexing import Indexer, index_users
 from hippocampus.domain.queued import QueuedItem
 from hippocampus.observability import logger, metrics
 
@@ -27,7 +29,9 @@ SCHEDULED_EVENT = "Scheduled Event"  # EventBridge's detail-type of a schedule
 
 
 def condenser_function(
-    service: Callable[[], ConsolidationService], reconciler: Callable[[], DeadLetterReconciler]
+    service: Callable[[], ConsolidationService],
+    reconciler: Callable[[], DeadLetterReconciler],
+    indexer: Callable[[], Indexer],
 ) -> CondenserHandler:
     @logger.inject_lambda_context
     @metrics.log_metrics
@@ -36,21 +40,32 @@ def condenser_function(
             reconciler().reconcile()
             return {"batchItemFailures": []}
         records = [SQSRecord(record) for record in event["Records"]]
-        items, unreadable = parse_records(records)
-        failed = unreadable | set(service().process_batch(items, context.get_remaining_time_in_millis))
+        items, index_requests, unreadable = parse_records(records)
+        remaining_ms = context.get_remaining_time_in_millis
+        failed = unreadable | set(service().process_batch(items, remaining_ms))
+        condensed = [(i.message.tenant_id, i.message.user_id) for i in items if i.message_id not in failed]
+        failed |= index_users(indexer(), condensed, index_requests, remaining_ms)
         return batch_failures(records, failed)
 
     return lambda_handler
 
 
-def parse_records(records: Iterable[SQSRecord]) -> tuple[list[QueuedItem], set[str]]:
-    """Queue records → items; a body that cannot be parsed fails (and ends in the DLQ)."""
+def parse_records(
+    records: Iterable[SQSRecord],
+) -> tuple[list[QueuedItem], dict[str, tuple[str, str]], set[str]]:
+    """Queue records → items to condense, index requests (the user by message id), and the
+    records whose body cannot be parsed (they fail, and end in the DLQ)."""
     items: list[QueuedItem] = []
+    index_requests: dict[str, tuple[str, str]] = {}
     unreadable: set[str] = set()
     for record in records:
         try:
             message = CondenseMessage.model_validate_json(record.body)
         except ValidationError:
+            request = _index_request(record.body)
+            if request is not None:
+                index_requests[record.message_id] = (request.tenant_id, request.user_id)
+                continue
             logger.error("unreadable queue message", extra={"message_id": record.message_id})
             unreadable.add(record.message_id)
             continue
@@ -58,7 +73,14 @@ def parse_records(records: Iterable[SQSRecord]) -> tuple[list[QueuedItem], set[s
         items.append(
             QueuedItem(record.message_id, message, receive_count, record.attributes.aws_trace_header)
         )
-    return items, unreadable
+    return items, index_requests, unreadable
+
+
+def _index_request(body: str) -> IndexMessage | None:
+    try:
+        return IndexMessage.model_validate_json(body)
+    except ValidationError:
+        return None
 
 
 def batch_failures(records: Sequence[SQSRecord], failed: set[str]) -> PartialItemFailureResponse:

@@ -12,7 +12,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
-from hippocampus.api.params import ERROR_RESPONSES, ExportCursor, HistoryLimit, JobId, TenantId, UserId
+from hippocampus.api.params import (
+    ERROR_RESPONSES,
+    ExportCursor,
+    HistoryLimit,
+    JobId,
+    ListCursor,
+    ListLimit,
+    TenantId,
+    UserId,
+)
 from hippocampus.api.responses import conditional_memory_response
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
 from hippocampus.contracts.models import (
@@ -23,8 +32,11 @@ from hippocampus.contracts.models import (
     Job,
     MemoryBody,
 )
+from hippocampus.contracts.recall import DEFAULT_LIST_LIMIT, EpisodeList, FactList
 from hippocampus.contracts.routes import (
+    EPISODES_PATH,
     EXPORT_PATH,
+    FACTS_PATH,
     HEALTH_PATH,
     HISTORY_PATH,
     JOB_PATH,
@@ -32,6 +44,7 @@ from hippocampus.contracts.routes import (
     powertools_path,
 )
 from hippocampus.domain.export import ExportService
+from hippocampus.domain.lists import ListService
 from hippocampus.domain.reads import ReadService
 
 router = APIGatewayRouter()
@@ -45,7 +58,12 @@ def export_service() -> ExportService:
     unwired("export_service")
 
 
+def list_service() -> ListService:
+    unwired("list_service")
+
+
 Reads = Annotated[ReadService, Depends(read_service)]
+Lists = Annotated[ListService, Depends(list_service)]
 Exports = Annotated[ExportService, Depends(export_service)]
 IfNoneMatch = Annotated[
     str | None, Header(alias="If-None-Match", description="304 while the memory still has this ETag")
@@ -82,15 +100,39 @@ def export_memory(
     return exports.export(tenant_id, user_id, cursor)
 
 
+@router.get(powertools_path(FACTS_PATH), summary="The user's facts, newest first", responses=ERROR_RESPONSES)
+def list_facts(
+    tenant_id: TenantId,
+    user_id: UserId,
+    lists: Lists,
+    limit: ListLimit = DEFAULT_LIST_LIMIT,
+    cursor: ListCursor = None,
+) -> FactList:
+    return lists.list_facts(tenant_id, user_id, limit, cursor)
+
+
+@router.get(
+    powertools_path(EPISODES_PATH), summary="The user's episodes, newest first", responses=ERROR_RESPONSES
+)
+def list_episodes(
+    tenant_id: TenantId,
+    user_id: UserId,
+    lists: Lists,
+    limit: ListLimit = DEFAULT_LIST_LIMIT,
+    cursor: ListCursor = None,
+) -> EpisodeList:
+    return lists.list_episodes(tenant_id, user_id, limit, cursor)
+
+
 @router.get(powertools_path(JOB_PATH), summary="One ingestion job", responses=ERROR_RESPONSES)
 def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
     return reads.get_job(tenant_id, job_id)
 
 
 def direct_actions(
-    reads: Callable[[], ReadService], exports: Callable[[], ExportService]
+    reads: Callable[[], ReadService], exports: Callable[[], ExportService], lists: Callable[[], ListService]
 ) -> dict[str, DirectHandler]:
-    """The read actions of a direct invoke, served by the services `reads` and `exports` provide."""
+    """The read actions of a direct invoke, served by the services `reads`, `exports` and `lists` provide."""
 
     def memory(request: DirectInvocation, _: LambdaContext) -> JSON:
         return (
@@ -108,4 +150,27 @@ def direct_actions(
     def job(request: DirectInvocation, _: LambdaContext) -> JSON:
         return reads().get_job(request.tenant_id, require(request.job_id, "job_id")).model_dump(mode="json")
 
-    return {"get_memory": memory, "get_history": history, "export_memory": export, "get_job": job}
+    def facts(request: DirectInvocation, _: LambdaContext) -> JSON:
+        user_id = require(request.user_id, "user_id")
+        return (
+            lists()
+            .list_facts(request.tenant_id, user_id, request.limit, request.cursor)
+            .model_dump(mode="json")
+        )
+
+    def episodes(request: DirectInvocation, _: LambdaContext) -> JSON:
+        user_id = require(request.user_id, "user_id")
+        return (
+            lists()
+            .list_episodes(request.tenant_id, user_id, request.limit, request.cursor)
+            .model_dump(mode="json")
+        )
+
+    return {
+        "get_memory": memory,
+        "get_history": history,
+        "export_memory": export,
+        "get_job": job,
+        "list_facts": facts,
+        "list_episodes": episodes,
+    }

@@ -11,6 +11,7 @@ MAX_METADATA_BYTES: Final = 16 * 1024
 MAX_ADDITIONAL_METADATA_BYTES: Final = 1024
 MAX_CUSTOM_INSTRUCTIONS_CHARS: Final = 2_000
 MAX_USER_NAME_CHARS: Final = 128
+MAX_TITLE_CHARS: Final = 256
 MAX_FACTS_PER_USER: Final = 200
 MAX_BODY_BYTES: Final = 1024 * 1024
 # Facts come back in every read: together they must fit Lambda's 6 MB response with room to spare.

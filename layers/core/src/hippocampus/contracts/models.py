@@ -28,6 +28,7 @@ from hippocampus.contracts.limits import (
     MAX_METADATA_DEPTH,
     MAX_PAIRS,
     MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
     MAX_USER_NAME_CHARS,
 )
 
@@ -103,10 +104,16 @@ class IngestItem(Model):
     additional_metadata: Annotated[dict[str, Any], _max_json_bytes(MAX_ADDITIONAL_METADATA_BYTES)] = Field(
         default_factory=dict
     )
+    # Left out of a dump while unset: an item without them hashes (its job id, an Idempotency-Key's
+    # body) and is archived exactly as before these fields existed.
+    title: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE_CHARS)] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    is_markdown: bool = Field(default=False, exclude_if=lambda value: value is False)
 
-    @field_validator("text")
+    @field_validator("text", "title")
     @classmethod
-    def _text_not_blank(cls, value: str | None) -> str | None:
+    def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be blank")
         return value
@@ -122,6 +129,9 @@ class IngestItem(Model):
 
 class IngestRequest(Model):
     items: Annotated[list[IngestItem], Field(min_length=1, max_length=MAX_ITEMS)]
+    # False: a fact whose id exists is left as it is (docs/api.md "Ingest"). Left out of a dump when
+    # true, so an Idempotency-Key's body hashes as before the flag existed.
+    upsert: bool = Field(default=True, exclude_if=lambda value: value is True)
 
 
 class PutMemoryRequest(Model):
@@ -142,6 +152,8 @@ class Fact(Record):
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    is_markdown: bool = False  # the text is markdown, kept as written
     updated_at: datetime
 
 
@@ -247,6 +259,10 @@ ActionName = Literal[
     "put_memory",
     "delete_memory",
     "delete_fact",
+    "list_facts",
+    "list_episodes",
+    "query_memory",
+    "get_context",
 ]
 
 
@@ -266,3 +282,5 @@ class DirectInvocation(Model):
     idempotency_key: (
         Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None
     ) = None
+    # The body of `query_memory` and `get_context`, as the HTTP routes take it (docs/api.md "Recall").
+    request: dict[str, Any] | None = None

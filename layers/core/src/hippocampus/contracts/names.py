@@ -57,6 +57,14 @@ TracingMode = Literal["xray", "otel", "off"]
 DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
 DEFAULT_BEDROCK_MODEL: Final = "amazon.nova-lite-v1:0"
 
+# Values of MEMORY_EMBEDDING_PROVIDER, and the default model and size of the vectors of each
+# (docs/configuration.md). `none`: lexical ranking only.
+EmbeddingProviderName = Literal["openai", "bedrock", "offline", "none"]
+DEFAULT_OPENAI_EMBEDDING_MODEL: Final = "text-embedding-3-small"
+DEFAULT_BEDROCK_EMBEDDING_MODEL: Final = "amazon.titan-embed-text-v2:0"
+OFFLINE_EMBEDDING_MODEL: Final = "offline-hashed-v1"
+DEFAULT_EMBEDDING_DIMENSIONS: Final = 256
+
 # Resource base names: `resource_name(stage, base)` gives `hippocampus-<stage>-<base>`.
 TABLE_NAME: Final = "memory"
 BUCKET_NAME: Final = "archive"
@@ -77,6 +85,15 @@ def condensation_budget_s(llm_timeout_s: float) -> float:
 def max_llm_timeout_s(condenser_timeout_s: float = CONDENSER_TIMEOUT_S) -> float:
     """The longest LLM timeout whose `condensation_budget_s` still fits the condenser's timeout."""
     return (condenser_timeout_s - CONDENSATION_IO_MARGIN_S) / LLM_TIMEOUTS_PER_CONDENSATION
+
+
+def default_embedding_model(provider: str) -> str | None:
+    """The embedding model a provider uses when none is configured (None: `none`, no vectors)."""
+    return {
+        "openai": DEFAULT_OPENAI_EMBEDDING_MODEL,
+        "bedrock": DEFAULT_BEDROCK_EMBEDDING_MODEL,
+        "offline": OFFLINE_EMBEDDING_MODEL,
+    }.get(provider)
 
 
 def default_model(provider: str) -> str | None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
+from hippocampus.contracts.recall import Episode
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class MemoryWrite:
     word_count: int
     updated_at: datetime
     completed_job_ids: Sequence[str] = field(default_factory=tuple)
+    # The condensed turns of this version, kept for recall: written in the same transaction.
+    episodes: Sequence[Episode] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,18 @@ class LanguageModel(Protocol):
         With `timeout_s`, the whole call returns or raises within it: no attempt is started that
         could not end in time (None: the provider's own timeout for each attempt).
         """
+        ...
+
+
+class Embedder(Protocol):
+    """One embedding model behind an embedding provider (OpenAI-compatible, Bedrock, offline)."""
+
+    provider: str
+    model: str  # recorded with every stored vector: vectors of another model are not compared
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector of `dimensions` floats per text, in order; raises on failure."""
         ...
 
 
@@ -104,6 +119,77 @@ class MemoryStore(Protocol):
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         """Tombstone the user (new generation), remove its older facts; return the new generation."""
+        ...
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A stored embedding and the model (and size) that made it."""
+
+    model: str
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """A fact or an episode as recall ranks it: the document and its vector, if it has one."""
+
+    document: Fact | Episode
+    vector: Vector | None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Everything recall ranks for one user, read in one pass over the user's partition."""
+
+    state: MemoryState
+    facts: list[Indexed]
+    episodes: list[Indexed]
+
+
+@dataclass(frozen=True)
+class Unindexed:
+    """A document without a vector of the current model: where it is, what to embed."""
+
+    kind: str  # "fact" or "episode"
+    key: str  # its place in the user's partition
+    text: str
+    version: str  # a fact's updated_at (a replaced fact is not given the old one's vector)
+
+
+class RecallStore(Protocol):
+    """The recall side of a user's partition: its documents with their vectors."""
+
+    def corpus(self, tenant_id: str, user_id: str) -> Corpus: ...
+
+    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
+        """The current facts, and episodes among the newest `recent_episodes`, lacking a vector of `model`."""
+        ...
+
+    def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
+        """Store it unless the document has gone or changed since it was read (then False)."""
+        ...
+
+
+class EpisodeStore(Protocol):
+    """The condensed turns of each user, kept for recall (docs/api.md "Episodes")."""
+
+    def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
+        """Store them while the user is at `generation`; raises ConditionFailed after a delete."""
+        ...
+
+    def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
+        """Every episode of the user's current life, oldest first."""
+        ...
+
+    def list_episodes(
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+    ) -> tuple[list[Episode], bool]:
+        """A page, newest first, of those older than `after`; and whether more may follow."""
+        ...
+
+    def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
+        """Remove all but the newest `keep`; return how many were removed."""
         ...
 
 
@@ -183,6 +269,11 @@ class ArchiveStore(Protocol):
 
 class JobQueue(Protocol):
     def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None: ...
+
+    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
+        """Ask the condenser to embed the user's new facts (once per request); raises
+        DependencyUnavailable when the queue is."""
+        ...
 
 
 class DeadLetters(Protocol):

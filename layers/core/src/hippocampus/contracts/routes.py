@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import unquote
 
-ApiFunctionName = Literal["get_memory", "ingest"]
+ApiFunctionName = Literal["get_memory", "ingest", "recall"]
 
 TENANT_PREFIX: Final = "/v1/tenants/{tenant_id}"
 MEMORY_PATH: Final = TENANT_PREFIX + "/users/{user_id}/memory"
@@ -20,6 +20,10 @@ HISTORY_PATH: Final = MEMORY_PATH + "/history"
 EXPORT_PATH: Final = MEMORY_PATH + "/export"
 JOB_PATH: Final = TENANT_PREFIX + "/jobs/{job_id}"
 FACT_PATH: Final = MEMORY_PATH + "/facts/{fact_id}"
+FACTS_PATH: Final = MEMORY_PATH + "/facts"
+EPISODES_PATH: Final = MEMORY_PATH + "/episodes"
+QUERY_PATH: Final = MEMORY_PATH + "/query"
+CONTEXT_PATH: Final = MEMORY_PATH + "/context"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,10 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", HISTORY_PATH, "get_memory"),
     Route("GET", EXPORT_PATH, "get_memory"),
     Route("GET", JOB_PATH, "get_memory"),
+    Route("GET", FACTS_PATH, "get_memory"),
+    Route("GET", EPISODES_PATH, "get_memory"),
+    Route("POST", QUERY_PATH, "recall"),
+    Route("POST", CONTEXT_PATH, "recall"),
     Route("POST", MEMORY_PATH, "ingest"),
     Route("PUT", MEMORY_PATH, "ingest"),
     Route("DELETE", MEMORY_PATH, "ingest"),

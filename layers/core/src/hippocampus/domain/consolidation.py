@@ -12,18 +12,29 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
-from hippocampus.contracts.models import CondenseMessage, HistoryVersion, IngestItem, JobError, JobStatus
+from hippocampus.contracts.models import HistoryVersion, JobError, JobStatus
 from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
     DLQ_MAX_RECEIVE_COUNT,
     LLM_TIMEOUTS_PER_CONDENSATION,
     condensation_budget_s,
 )
-from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.contracts.ports import (
+    ArchiveStore,
+    EpisodeStore,
+    JobStore,
+    MemoryState,
+    MemoryStore,
+    MemoryWrite,
+    Tracing,
+)
+from hippocampus.contracts.recall import Episode
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard, require_time_for_a_call
+from hippocampus.domain.episodes import DEFAULT_MAX_EPISODES, episode_of
 from hippocampus.domain.history import HistoryArchive
+from hippocampus.domain.live_items import ItemContents
 from hippocampus.domain.prompt import CondenseInput
 from hippocampus.domain.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
@@ -48,14 +59,20 @@ class ConsolidationService:
         archive: ArchiveStore,
         condenser: Callable[[], Condenser],
         tracing: Tracing,
+        *,
+        episodes: EpisodeStore,
         clock: Clock = utc_now,
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
         llm_timeout_s: float = 0.0,
         prompt_max_chars: int = DEFAULT_PROMPT_MAX_CHARS,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
         burst_window_s: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._prompt_max_chars = prompt_max_chars
+        self._contents = ItemContents(jobs, archive, tracing)
+        self._episodes = episodes
+        self._max_episodes = max_episodes
         self._burst = BurstWait(burst_window_s, clock, sleep) if burst_window_s > 0 else None
         self._store = store
         self._jobs = jobs
@@ -176,9 +193,12 @@ class ConsolidationService:
         while pending:
             tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
             state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
-            pending, inputs = self._live(pending, state)
-            if not pending:
+            live = self._contents.live(pending, state)
+            if not live:
                 return
+            pending = [entry.queued for entry in live]
+            inputs = [CondenseInput.from_item(entry.content, entry.queued.message.item_id) for entry in live]
+            episodes = [episode_of(entry.queued.message, entry.content) for entry in live]
             # As many of the oldest items as one prompt holds; the rest go in the next call.
             render = partial(self._condenser().build_prompt, state.memory)
             count, cut = fitting(inputs, render, self._prompt_max_chars)
@@ -186,8 +206,9 @@ class ConsolidationService:
             # Checked before `processing`, so a job is never marked so with no time left to finish.
             require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
-            if self._apply(chunk, inputs, state, deadline):
+            if self._apply(chunk, inputs, episodes[:count], state, deadline):
                 pending, lost = pending[count:], 0
+                self._trim_episodes(tenant_id, user_id)
                 continue
             lost += 1
             if lost >= WRITE_ATTEMPTS:
@@ -196,49 +217,11 @@ class ConsolidationService:
             record_metric(MetricName.VERSION_CONFLICTS)
             pending = self._unapplied(pending)
 
-    def _live(
-        self, pending: list[QueuedItem], state: MemoryState
-    ) -> tuple[list[QueuedItem], list[CondenseInput]]:
-        """Items still to apply with their content; those superseded by a delete become `skipped`."""
-        live: list[QueuedItem] = []
-        inputs: list[CondenseInput] = []
-        raw_cache: dict[str, list[dict[str, object]] | None] = {}
-        for item in pending:
-            message = item.message
-            if message.generation < state.generation:
-                # Deletion wins: the user was forgotten after this item was accepted. Its payload
-                # may have landed after the delete's sweep of raw/: it goes now.
-                self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
-                self._archive.delete_raw(message.raw_key)
-                record_metric(MetricName.JOBS_SKIPPED)
-                continue
-            content = self._raw_item(message, raw_cache)
-            if content is None:
-                # Not deleted, yet its payload is gone (expired before a late redrive): say so.
-                failure = JobError(code="payload_missing", message="the accepted payload is no longer stored")
-                self._jobs.set_job_status(message.tenant_id, [message.job_id], "failed", failure)
-                logger.warning("accepted payload missing", extra={"job_id": message.job_id})
-                continue
-            live.append(item)
-            inputs.append(CondenseInput.from_item(content, message.item_id))
-        return live, inputs
-
-    def _raw_item(
-        self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]
-    ) -> IngestItem | None:
-        if message.raw_key not in cache:
-            with self._tracing.span("s3.get_raw", tenant_id=message.tenant_id, job_id=message.job_id):
-                payload = self._archive.get_raw(message.raw_key)
-            cache[message.raw_key] = payload.get("items") if payload else None
-        stored = cache[message.raw_key]
-        if stored is None or message.raw_index >= len(stored):
-            return None
-        return IngestItem.model_validate(stored[message.raw_index])
-
     def _apply(
         self,
         pending: list[QueuedItem],
         inputs: list[CondenseInput],
+        episodes: list[Episode],
         state: MemoryState,
         deadline: Deadline | None,
     ) -> bool:
@@ -257,12 +240,25 @@ class ConsolidationService:
         now = self._clock()
         memory = outcome.memory
         if not outcome.changed or memory is None:
-            # Nothing worth keeping: the jobs are done and the current version stays.
+            # Nothing worth keeping: the jobs are done and the current version stays; the turns are
+            # still kept as episodes (unless a delete came first: then they are condensed again).
+            try:
+                self._episodes.put_episodes(tenant_id, user_id, state.generation, episodes)
+            except ConditionFailed:
+                return False
             self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=state.version)
             record_metric(MetricName.CONDENSATIONS_OK)
             return True
         write = MemoryWrite(
-            tenant_id, user_id, state.version, state.generation, memory, outcome.word_count, now, job_ids
+            tenant_id,
+            user_id,
+            state.version,
+            state.generation,
+            memory,
+            outcome.word_count,
+            now,
+            job_ids,
+            episodes,
         )
         try:
             with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id, job_id=job_ids[0]):
@@ -275,6 +271,13 @@ class ConsolidationService:
         record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
         logger.info("memory condensed", extra={"version": state.version + 1, "llm_calls": outcome.llm_calls})
         return True
+
+    def _trim_episodes(self, tenant_id: str, user_id: str) -> None:
+        # Best effort: an episode over the cap until the next condensation harms nothing.
+        try:
+            self._episodes.trim_episodes(tenant_id, user_id, self._max_episodes)
+        except Exception:
+            logger.exception("could not trim the user's episodes")
 
     def _report_failure(self, pending: Sequence[QueuedItem], error: Exception) -> None:
         record_metric(MetricName.CONDENSATIONS_FAILED)

@@ -7,7 +7,6 @@ items, history and jobs in a fixed order, each page up to `page_bytes`; `next_cu
 the last entry given, so entries written meanwhile are not given twice.
 """
 
-import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import ExportDocument
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
 from hippocampus.domain.reads import memory_body
 from hippocampus.observability import MetricName, record_metric
 
@@ -40,21 +39,14 @@ def _entry(section: int, key: str, value: Any) -> _Entry:
 
 
 def encode_cursor(section: int, key: str) -> str:
-    raw = json.dumps([section, key], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_position([section, key])
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
     """The position a cursor resumes after; 422 naming `cursor` for anything this service did not write."""
-    try:
-        section, key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError):  # binascii.Error is a ValueError
-        section, key = None, None
-    if not isinstance(section, int) or not 0 <= section < len(SECTIONS) or not isinstance(key, str):
-        raise ValidationFailed(
-            "cursor is not one this service gave",
-            [{"field": "cursor", "message": "not a cursor of this export", "type": "value_error"}],
-        )
+    section, key = decode_position(cursor, (int, str))
+    if not 0 <= section < len(SECTIONS):
+        raise invalid_cursor()
     return section, key
 
 

@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hippocampus.contracts.errors import ConditionFailed, LimitExceeded, UserDeleted, WriteConflict
-from hippocampus.contracts.limits import MAX_FACT_BYTES_PER_USER, MAX_FACTS_PER_USER
+from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted, WriteConflict
 from hippocampus.contracts.models import (
     CondenseMessage,
     Fact,
@@ -22,7 +21,6 @@ from hippocampus.contracts.models import (
     Job,
     JobError,
     JobsResponse,
-    compact_json_size,
 )
 from hippocampus.contracts.ports import (
     ArchiveStore,
@@ -35,12 +33,9 @@ from hippocampus.contracts.ports import (
 )
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.fact_lease import facts_held
+from hippocampus.domain.fact_rules import FACT_EXISTS, check_fact_limits, facts_not_replaced
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
 from hippocampus.observability import MetricName, logger, record_metric
-
-FACT_FIELDS = {"id", "text", "metadata", "additional_metadata"}
-# What one fact adds to the stored item besides its fields (keys, generation, timestamps).
-FACT_OVERHEAD_BYTES = 32
 
 
 @dataclass(frozen=True)
@@ -49,26 +44,6 @@ class _Turn:
 
     raw_index: int
     item: IngestItem
-
-
-def check_fact_limits(items: Sequence[IngestItem], existing: list[Fact]) -> None:
-    """At most MAX_FACTS_PER_USER facts, MAX_FACT_BYTES_PER_USER in all: checked before anything is written."""
-    sizes = {fact.id: compact_json_size(fact.model_dump(mode="json")) for fact in existing}
-    for item in items:
-        if not item.infer:
-            assert item.id is not None  # ids are assigned before the check
-            fields = item.model_dump(mode="json", include=FACT_FIELDS)
-            sizes[item.id] = compact_json_size(fields) + FACT_OVERHEAD_BYTES
-    if len(sizes) > MAX_FACTS_PER_USER:
-        raise LimitExceeded(
-            f"a user holds at most {MAX_FACTS_PER_USER} facts; this request would make {len(sizes)}",
-            [{"field": "items", "message": f"at most {MAX_FACTS_PER_USER} facts per user", "type": "limit"}],
-        )
-    if sum(sizes.values()) > MAX_FACT_BYTES_PER_USER:
-        raise LimitExceeded(
-            f"a user's facts hold at most {MAX_FACT_BYTES_PER_USER} bytes in all (they come back in every read)",
-            [{"field": "items", "message": "facts too large in total", "type": "limit"}],
-        )
 
 
 def with_ids(items: Sequence[IngestItem]) -> list[IngestItem]:
@@ -98,7 +73,7 @@ class IngestService:
     def ingest(self, tenant_id: str, user_id: str, request: IngestRequest, request_id: str) -> JobsResponse:
         items = with_ids(request.items)
         try:
-            return self._ingest(tenant_id, user_id, items, request_id)
+            return self._ingest(tenant_id, user_id, items, request_id, request.upsert)
         except UserDeleted:
             # A delete came between this request's read and its writes: what it wrote of the old
             # generation is the delete's to erase, and the request is applied after the delete.
@@ -106,19 +81,21 @@ class IngestService:
                 "user deleted during ingest; applying after the delete", extra={"tenant_id": tenant_id}
             )
         try:
-            return self._ingest(tenant_id, user_id, items, request_id)
+            return self._ingest(tenant_id, user_id, items, request_id, request.upsert)
         except UserDeleted as error:
             raise WriteConflict("the user was deleted twice while this request ran; send it again") from error
 
-    def _ingest(self, tenant_id: str, user_id: str, items: list[IngestItem], request_id: str) -> JobsResponse:
+    def _ingest(
+        self, tenant_id: str, user_id: str, items: list[IngestItem], request_id: str, upsert: bool
+    ) -> JobsResponse:
         turns: dict[int, _Turn] = {}
         for index, item in enumerate(items):
             if item.infer:
                 turns[index] = _Turn(len(turns), item)
         if len(turns) == len(items):  # turns only: no facts to hold
-            return self._accept_all(tenant_id, user_id, items, turns, request_id, None)
+            return self._accept_all(tenant_id, user_id, items, turns, request_id, None, upsert)
         with facts_held(self._store, tenant_id, user_id, self._sleep) as lease:
-            return self._accept_all(tenant_id, user_id, items, turns, request_id, lease)
+            return self._accept_all(tenant_id, user_id, items, turns, request_id, lease, upsert)
 
     def _accept_all(
         self,
@@ -128,15 +105,18 @@ class IngestService:
         turns: dict[int, _Turn],
         request_id: str,
         lease: str | None,
+        upsert: bool,
     ) -> JobsResponse:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=lease is not None)
-        if lease is not None:
-            check_fact_limits(items, facts)  # before anything is written: a 422 changes nothing
+        # Decided on the facts read under the lease, so no other request's fact lands in between.
+        kept = facts_not_replaced(items, facts, upsert)
+        if lease is not None:  # before anything is written: a 422 changes nothing
+            check_fact_limits([item for index, item in enumerate(items) if index not in kept], facts)
         raw_key = self._store_raw(tenant_id, user_id, state.generation, request_id, list(turns.values()))
         queued: list[tuple[_Turn, Job]] = []
         try:
-            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease, raw_key)
+            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease, raw_key, kept)
         except Exception:
             self._undo(tenant_id, queued, raw_key)
             raise
@@ -149,9 +129,19 @@ class IngestService:
                 raise
         elif raw_key is not None:
             self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
+        if len(items) > len(turns) + len(kept):  # facts were written: the condenser embeds them
+            self._request_index(tenant_id, user_id, request_id)
         record_metric(MetricName.ITEMS_INGESTED, len(items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
         return JobsResponse(jobs=jobs)
+
+    def _request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
+        # Vectors are made off the request path (docs/architecture.md "Recall"); without this
+        # message the user's next condensation makes them.
+        try:
+            self._queue().request_index(tenant_id, user_id, request_id)
+        except DependencyUnavailable:
+            logger.warning("could not ask for the facts' vectors", extra={"tenant_id": tenant_id})
 
     def _store_raw(
         self, tenant_id: str, user_id: str, generation: int, request_id: str, turns: list[_Turn]
@@ -172,25 +162,43 @@ class IngestService:
         queued: list[tuple[_Turn, Job]],
         lease: str | None,
         raw_key: str | None,
+        kept: set[int],
     ) -> list[Job]:
-        """Create every item's job and write the facts; new turn jobs go to `queued`, to be sent."""
+        """Create every item's job and write the facts but the `kept` ones (their job is `skipped`);
+        new turn jobs go to `queued`, to be sent."""
         now = self._clock()
         jobs: list[Job] = []
         for index, item in enumerate(items):
             turn = turns.get(index)
-            if turn is None:
+            if index in kept:
+                jobs.append(self._skip_fact(tenant_id, user_id, item, state.generation, now))
+            elif turn is None:
                 assert lease is not None  # a request with facts holds the user's facts
                 jobs.append(self._write_fact(tenant_id, user_id, item, state, now, lease))
-                continue
-            assert raw_key is not None  # turns always have a raw payload
-            source = RawSource(raw_key, turn.raw_index)
-            job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now, source)
-            if created:
-                queued.append((turn, job))
             else:
-                record_metric(MetricName.DUPLICATES_SKIPPED)
-            jobs.append(job)
+                assert raw_key is not None  # turns always have a raw payload
+                source = RawSource(raw_key, turn.raw_index)
+                job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now, source)
+                if created:
+                    queued.append((turn, job))
+                else:
+                    record_metric(MetricName.DUPLICATES_SKIPPED)
+                jobs.append(job)
         return jobs
+
+    def _skip_fact(
+        self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime
+    ) -> Job:
+        """The `skipped` job of a fact that `upsert: false` leaves as it is; the fact is not touched."""
+        assert item.id is not None
+        job_id = job_id_for(tenant_id, user_id, item.id, uuid.uuid4().hex, generation)
+        job = new_job(tenant_id, user_id, item.id, job_id, now, "skipped").model_copy(
+            update={"error": FACT_EXISTS}
+        )
+        with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
+            stored, _ = self._jobs.create_job(job, generation)
+        record_metric(MetricName.DUPLICATES_SKIPPED)
+        return stored
 
     def _create_turn_job(
         self,
@@ -221,6 +229,8 @@ class IngestService:
             text=item.text,
             metadata=item.metadata,
             additional_metadata=item.additional_metadata,
+            title=item.title,
+            is_markdown=item.is_markdown,  # the text is stored as written, markdown or not
             updated_at=now,
         )
         try:

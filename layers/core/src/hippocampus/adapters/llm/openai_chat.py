@@ -4,29 +4,40 @@ The SDK costs ~0.4 s to import, so it is loaded on the first call, never at modu
 condenser pays for it, and only when it actually condenses.
 """
 
-import json
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hippocampus.adapters.llm.attempts import call_in_time
-from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.adapters.openai_common import (
+    SECRET_MAX_AGE_S,
+    SecretReader,
+    api_key_source,
+    is_transient,
+    key_from_secret,
+    read_secret,
+)
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.settings import Settings
 
 if TYPE_CHECKING:
     from openai import OpenAI
 
-SecretReader = Callable[[str], str]
+# The key and secret helpers moved to adapters/openai_common.py (shared with the embeddings); their
+# old import path keeps working.
+__all__ = [
+    "SECRET_MAX_AGE_S",
+    "OpenAIChat",
+    "SecretReader",
+    "api_key_source",
+    "key_from_secret",
+    "read_secret",
+]
 
 TEMPERATURE = 0.1
 MAX_RETRIES = 1  # SQS redelivery is the outer retry
 # An attempt can be shortened to fit the time left, but not below this: it could hardly succeed.
 MIN_ATTEMPT_S = 1.0
-# The statuses the SDK itself would retry (besides connection errors and timeouts).
-_TRANSIENT_STATUSES = frozenset({408, 409, 429})
-SECRET_MAX_AGE_S = 300
-_SECRET_JSON_KEYS = ("api_key", "apiKey", "OPENAI_API_KEY")
 
 
 class OpenAIChat:
@@ -84,7 +95,7 @@ class OpenAIChat:
             attempt_timeout_s=self._timeout_s,
             timeout_s=timeout_s,
             retries=self._max_retries,
-            is_transient=_is_transient,
+            is_transient=is_transient,
             min_attempt_s=min(MIN_ATTEMPT_S, self._timeout_s),
         )
         return _result(response)
@@ -105,51 +116,3 @@ def _result(response: Any) -> LlmResult:
         prompt_tokens=getattr(usage, "prompt_tokens", None) or 0,
         completion_tokens=getattr(usage, "completion_tokens", None) or 0,
     )
-
-
-def _is_transient(error: Exception) -> bool:
-    """What the SDK would retry: connection errors, timeouts, 408, 409, 429 and 5xx."""
-    import openai
-
-    if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return True
-    return isinstance(error, openai.APIStatusError) and (
-        error.status_code in _TRANSIENT_STATUSES or error.status_code >= 500
-    )
-
-
-def api_key_source(settings: Settings, secret_reader: SecretReader | None = None) -> str | Callable[[], str]:
-    """The key itself (local use), or a callable reading the secret (cached, so rotation is picked up)."""
-    if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
-        return settings.openai_api_key.get_secret_value()
-    secret_name = settings.llm_api_key_secret
-    if not secret_name:
-        raise ConfigurationError(
-            "MEMORY_LLM_PROVIDER=openai needs an API key: set OPENAI_API_KEY (local use) or "
-            "MEMORY_LLM_API_KEY_SECRET (name of the Secrets Manager secret holding it)"
-        )
-    reader = secret_reader or read_secret
-    return lambda: key_from_secret(reader(secret_name))
-
-
-def read_secret(name: str) -> str:
-    """Secrets Manager through Powertools parameters, cached for SECRET_MAX_AGE_S."""
-    from aws_lambda_powertools.utilities.parameters import get_secret
-
-    value: object = get_secret(name, max_age=SECRET_MAX_AGE_S)
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def key_from_secret(value: str) -> str:
-    """The secret is the key itself, or a JSON object holding it under a usual name."""
-    value = value.strip()
-    if value.startswith("{"):
-        try:
-            document = json.loads(value)
-        except ValueError:
-            document = None
-        if isinstance(document, dict):
-            value = next((str(document[k]).strip() for k in _SECRET_JSON_KEYS if document.get(k)), "")
-    if not value:
-        raise ConfigurationError("MEMORY_LLM_API_KEY_SECRET: the secret holds no API key")
-    return value

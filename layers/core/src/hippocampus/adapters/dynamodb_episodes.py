@@ -1,0 +1,124 @@
+"""EpisodeStore on the DynamoDB table: one item per condensed turn, in the user's partition.
+
+`EPISODE#<accepted ms>#<job id>` sorts them by acceptance, so the newest come first in a query.
+Each carries the user's generation (a delete's sweep removes the older ones, and reads never show
+them) and the TTL of the raw payloads it was rendered from (docs/architecture.md "Storage layout").
+"""
+
+import json
+from typing import Any
+
+from hippocampus.adapters.dynamodb_table import (
+    DAY_S,
+    EPISODE_PREFIX,
+    Table,
+    generation_check,
+    iso,
+    key,
+    plain_item,
+    user_pk,
+    values,
+)
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.recall import Episode
+
+
+def episode_sk(episode: Episode) -> str:
+    return f"{EPISODE_PREFIX}{int(episode.created_at.timestamp() * 1000):013d}#{episode.job_id}"
+
+
+def episode_put(
+    table: Table, tenant_id: str, user_id: str, generation: int, episode: Episode, ttl_s: int
+) -> dict[str, Any]:
+    """The `Put` of one episode (idempotent: a retried condensation writes the same item again)."""
+    item: dict[str, Any] = {
+        PK: user_pk(tenant_id, user_id),
+        SK: episode_sk(episode),
+        "id": episode.id,
+        "job_id": episode.job_id,
+        "text": episode.text,
+        "is_markdown": episode.is_markdown,
+        # JSON text, as for facts: metadata may hold floats, which DynamoDB maps cannot take as they are.
+        "metadata": json.dumps(episode.metadata, separators=(",", ":")),
+        "additional_metadata": json.dumps(episode.additional_metadata, separators=(",", ":")),
+        "created_at": iso(episode.created_at),
+        "generation": generation,
+        TTL: table.epoch() + ttl_s,
+    }
+    if episode.title is not None:
+        item["title"] = episode.title
+    return {"Put": {"TableName": table.name, "Item": values(item)}}
+
+
+def episode_of(raw: dict[str, Any]) -> Episode:
+    item = plain_item(raw)
+    return Episode(
+        id=item["id"],
+        job_id=item["job_id"],
+        text=item["text"],
+        title=item.get("title"),
+        is_markdown=bool(item.get("is_markdown", False)),
+        metadata=json.loads(item.get("metadata") or "{}"),
+        additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
+        created_at=item["created_at"],
+    )
+
+
+class DynamoEpisodeStore:
+    def __init__(self, table: Table, retention_days: int) -> None:
+        self._table = table
+        self.ttl_s = retention_days * DAY_S
+
+    def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
+        # Written only while the user is at `generation`: a delete since then wins.
+        check = generation_check(self._table.name, tenant_id, user_id, generation)
+        puts = [
+            episode_put(self._table, tenant_id, user_id, generation, episode, self.ttl_s)
+            for episode in episodes
+        ]
+        self._table.transact([check, *puts])
+
+    def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
+        pk = user_pk(tenant_id, user_id)
+        return [
+            episode_of(raw)
+            for raw in self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX)
+            if self._current(raw, generation)
+        ]
+
+    def list_episodes(
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+    ) -> tuple[list[Episode], bool]:
+        """Newest first, `limit` at most, older than `after`; and whether more may follow."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": values(
+                {":pk": user_pk(tenant_id, user_id), ":prefix": EPISODE_PREFIX}
+            ),
+            "ConsistentRead": True,
+            "ScanIndexForward": False,
+            "Limit": limit + 1,  # one more than the page: whether another page follows
+        }
+        if after is not None:
+            kwargs["ExclusiveStartKey"] = key(user_pk(tenant_id, user_id), episode_sk(after))
+        response = self._table.client().query(**kwargs)
+        raws = response.get("Items", [])
+        episodes = [episode_of(raw) for raw in raws[:limit] if self._current(raw, generation)]
+        return episodes, len(raws) > limit
+
+    def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
+        """Remove the oldest episodes beyond the newest `keep`; return how many went."""
+        pk = user_pk(tenant_id, user_id)
+        keys = [
+            {PK: raw[PK], SK: raw[SK]}
+            for raw in self._table.query_partition(pk, projection="pk, sk, #g", sk_prefix=EPISODE_PREFIX)
+        ]
+        excess = keys[: max(0, len(keys) - keep)]  # ascending: the oldest first
+        self._table.batch_delete(excess)
+        return len(excess)
+
+    def _current(self, raw: dict[str, Any], generation: int) -> bool:
+        return int(raw.get("generation", {}).get("N", "0")) == generation and not self._table.expired(raw)

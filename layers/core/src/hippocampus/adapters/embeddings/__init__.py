@@ -1,0 +1,1 @@
+"""Embedding providers behind the `Embedder` port (OpenAI-compatible, Bedrock, offline)."""

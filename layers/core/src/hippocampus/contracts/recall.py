@@ -1,0 +1,138 @@
+"""Models of recall (docs/api.md "Recall"): episodes, the query and context routes, the lists."""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
+
+from hippocampus.contracts.models import Fact, Model, Record
+
+DocumentType = Literal["fact", "episode"]
+
+MAX_QUERY_CHARS = 2_000
+MAX_TOP_K = 50
+DEFAULT_TOP_K = 10
+MAX_METADATA_FILTERS = 8
+MAX_FILTER_VALUES = 50
+MAX_CONTEXT_WORDS = 2_000
+DEFAULT_CONTEXT_WORDS = 300
+MAX_LIST_LIMIT = 100
+DEFAULT_LIST_LIMIT = 20
+# What an episode keeps of a turn's rendered text: 30 of them must fit one DynamoDB transaction
+# (4 MB) with the memory version they belong to.
+EPISODE_MAX_CHARS = 16_000
+
+_SCALARS = (str, int, float, bool)
+
+
+def _filter_value(value: Any) -> Any:
+    """One JSON scalar (exact match) or a non-empty list of them (any of them matches)."""
+    if isinstance(value, list):
+        if not 1 <= len(value) <= MAX_FILTER_VALUES or not all(isinstance(v, _SCALARS) for v in value):
+            raise ValueError(f"a list of 1 to {MAX_FILTER_VALUES} strings, numbers or booleans is expected")
+    elif not isinstance(value, _SCALARS):
+        raise ValueError("a string, number, boolean, or a list of them is expected")
+    return value
+
+
+# Checked by hand so an error names the key, not each member of a union of types.
+FilterValue = Annotated[Any, AfterValidator(_filter_value)]
+
+
+def _both_types() -> list[DocumentType]:
+    return ["fact", "episode"]
+
+
+class Episode(Record):
+    """One condensed turn, kept searchable until its payload's retention ends (docs/api.md "Episodes")."""
+
+    id: str  # the item's id
+    job_id: str
+    text: str  # rendered: `User: …` / `Assistant: …` lines, markdown as written
+    title: str | None = None
+    is_markdown: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    additional_metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime  # when the turn was accepted
+
+
+class QueryRequest(Model):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)]
+    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K
+    types: Annotated[list[DocumentType], Field(min_length=1, max_length=2)] = Field(
+        default_factory=_both_types
+    )
+    alpha: Annotated[float, Field(ge=0, le=1)] | None = None  # None: the documented default
+    recency_bias: Annotated[float, Field(ge=0, le=1)] = 0.0
+    metadata_filters: Annotated[dict[str, FilterValue], Field(max_length=MAX_METADATA_FILTERS)] = Field(
+        default_factory=dict
+    )
+    include_memory: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class QueryResult(Record):
+    type: DocumentType
+    id: str
+    text: str
+    title: str | None = None
+    score: float
+    metadata: dict[str, Any]
+    additional_metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+class Retrieval(Record):
+    embedding_provider: str
+    model: str | None
+    lexical_only: bool
+
+
+class QueryResponse(Record):
+    memory: str | None
+    version: int
+    results: list[QueryResult]
+    retrieval: Retrieval
+
+
+class ContextRequest(Model):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
+    max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS)] = DEFAULT_CONTEXT_WORDS
+
+
+class ContextSource(Record):
+    type: Literal["memory", "fact", "episode"]
+    id: str | None = None
+
+
+class ContextResponse(Record):
+    context: str
+    word_count: int
+    memory_version: int
+    sources: list[ContextSource]
+
+
+class EpisodeList(Record):
+    episodes: list[Episode]
+    next_cursor: str | None
+
+
+class FactList(Record):
+    facts: list[Fact]
+    next_cursor: str | None
+
+
+class IndexMessage(Record):
+    """A queue message asking the condenser for the vectors of a user's new facts."""
+
+    kind: Literal["index"] = "index"
+    tenant_id: str
+    user_id: str
+    requested_at: datetime

@@ -1,0 +1,93 @@
+"""Vectors of facts and episodes, made off the request path (docs/architecture.md "Recall").
+
+The condenser indexes a user after each condensation, and when ingest asks it to after writing
+facts: every current fact, and every episode among the newest RECENT_EPISODES, that has no vector
+of the configured model gets one. A failure leaves them lexical-only until the next pass over the
+user, which finds them again; the summary never waits for it.
+"""
+
+from collections.abc import Callable, Iterable, Mapping
+
+from hippocampus.contracts.ports import Embedder, RecallStore, Vector
+from hippocampus.observability import MetricName, logger, record_metric
+
+# How far back among a user's episodes a pass looks for ones without a vector (a condensation
+# writes 30 at most; the rest of the history waits for a re-index: docs/operations.md "Recall").
+RECENT_EPISODES = 100
+# Texts per embedding call, so one call stays well inside the provider's request limits.
+EMBED_BATCH = 64
+
+
+def model_key(embedder: Embedder) -> str:
+    """What a stored vector records: vectors of another model or size are never compared."""
+    return f"{embedder.model}@{embedder.dimensions}"
+
+
+class Indexer:
+    def __init__(self, store: RecallStore, embedder: Callable[[], Embedder | None]) -> None:
+        self._store = store
+        self._embedder = embedder
+
+    def index_user(self, tenant_id: str, user_id: str, recent_episodes: int = RECENT_EPISODES) -> int:
+        """Give the user's unindexed documents a vector; return how many got one. Raises when the
+        embedding provider fails (the caller decides whether that is retried or only logged)."""
+        embedder = self._embedder()
+        if embedder is None:  # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only
+            return 0
+        model = model_key(embedder)
+        due = self._store.unindexed(tenant_id, user_id, model, recent_episodes)
+        stored = 0
+        for start in range(0, len(due), EMBED_BATCH):
+            chunk = due[start : start + EMBED_BATCH]
+            vectors = embedder.embed([document.text for document in chunk])
+            for document, values in zip(chunk, vectors, strict=True):
+                stored += self._store.set_vector(tenant_id, user_id, document, Vector(model, tuple(values)))
+        if stored:
+            record_metric(MetricName.DOCUMENTS_INDEXED, stored)
+        return stored
+
+    def index_quietly(self, tenant_id: str, user_id: str) -> None:
+        """`index_user`, a failure logged and counted: the next pass over the user tries again."""
+        try:
+            self.index_user(tenant_id, user_id)
+        except Exception as error:
+            record_metric(MetricName.INDEXING_FAILED)
+            logger.warning(
+                "indexing failed; retried on the next pass", extra={"error_type": type(error).__name__}
+            )
+
+
+# What indexing one user needs: one embedding call and its retry, and the vector writes.
+INDEX_TIME_MS = 25_000
+
+User = tuple[str, str]
+
+
+def index_users(
+    indexer: Indexer,
+    condensed: Iterable[User],
+    requested: Mapping[str, User],
+    remaining_ms: Callable[[], int],
+) -> set[str]:
+    """After a batch: index the users it condensed (a failure is only logged: their next pass
+    retries) and the users whose facts asked for it by message (`requested`, by message id: a
+    failure, or no time left, makes those messages come back). Returns the messages to retry."""
+    asked: dict[User, list[str]] = {}
+    for message_id, user in requested.items():
+        asked.setdefault(user, []).append(message_id)
+    retry: set[str] = set()
+    for user in dict.fromkeys([*asked, *condensed]):
+        if remaining_ms() < INDEX_TIME_MS:
+            retry.update(asked.get(user, ()))
+        elif user not in asked:
+            indexer.index_quietly(*user)
+        else:
+            try:
+                indexer.index_user(*user)
+            except Exception as error:
+                record_metric(MetricName.INDEXING_FAILED)
+                logger.warning(
+                    "indexing failed; the message comes back", extra={"error_type": type(error).__name__}
+                )
+                retry.update(asked[user])
+    return retry

@@ -1,0 +1,62 @@
+"""The lists of a user's facts and episodes (GET …/memory/facts, …/memory/episodes), newest first.
+
+A cursor is the position of the last entry given (docs/api.md "Lists"): entries written between
+pages never repeat one already given.
+"""
+
+from datetime import datetime
+
+from hippocampus.contracts.models import Fact
+from hippocampus.contracts.ports import EpisodeStore, MemoryStore, Tracing
+from hippocampus.contracts.recall import Episode, EpisodeList, FactList
+from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
+
+
+def _fact_order(fact: Fact) -> tuple[float, str]:
+    return (-fact.updated_at.timestamp(), fact.id)
+
+
+class ListService:
+    def __init__(self, store: MemoryStore, episodes: EpisodeStore, tracing: Tracing) -> None:
+        self._store = store
+        self._episodes = episodes
+        self._tracing = tracing
+
+    def list_facts(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> FactList:
+        after = decode_position(cursor, (str, str)) if cursor is not None else None
+        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+            _, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
+        ordered = sorted(facts, key=_fact_order)
+        if after is not None:
+            position = (-_instant(after[0]).timestamp(), after[1])
+            ordered = [fact for fact in ordered if _fact_order(fact) > position]
+        page = ordered[:limit]
+        more = len(ordered) > limit
+        next_cursor = encode_position([page[-1].updated_at.isoformat(), page[-1].id]) if more else None
+        return FactList(facts=page, next_cursor=next_cursor)
+
+    def list_episodes(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> EpisodeList:
+        after = _episode_position(cursor) if cursor is not None else None
+        with self._tracing.span("dynamodb.list_episodes", tenant_id=tenant_id):
+            generation = self._store.read_generation(tenant_id, user_id)
+            page, more = self._episodes.list_episodes(tenant_id, user_id, generation, limit, after)
+        next_cursor = (
+            encode_position([page[-1].created_at.isoformat(), page[-1].job_id]) if more and page else None
+        )
+        return EpisodeList(episodes=page, next_cursor=next_cursor)
+
+
+def _episode_position(cursor: str) -> Episode:
+    """The episode a cursor points after (only its time and job id matter)."""
+    created_at, job_id = decode_position(cursor, (str, str))
+    return Episode(id="", job_id=job_id, text="", created_at=_instant(created_at))
+
+
+def _instant(value: str) -> datetime:
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        raise invalid_cursor() from None
+    if instant.tzinfo is None:  # every time this service writes is UTC, with its offset
+        raise invalid_cursor()
+    return instant

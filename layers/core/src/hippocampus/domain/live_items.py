@@ -1,0 +1,58 @@
+"""The items a condensation still has to apply, with their content read back from the archive."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
+from hippocampus.domain.queued import QueuedItem
+from hippocampus.observability import MetricName, logger, record_metric
+
+PAYLOAD_MISSING = JobError(code="payload_missing", message="the accepted payload is no longer stored")
+
+
+@dataclass(frozen=True)
+class LiveItem:
+    queued: QueuedItem
+    content: IngestItem
+
+
+class ItemContents:
+    def __init__(self, jobs: JobStore, archive: ArchiveStore, tracing: Tracing) -> None:
+        self._jobs = jobs
+        self._archive = archive
+        self._tracing = tracing
+
+    def live(self, pending: Sequence[QueuedItem], state: MemoryState) -> list[LiveItem]:
+        """Items still to apply with their content; those superseded by a delete become `skipped`."""
+        live: list[LiveItem] = []
+        raw_cache: dict[str, list[dict[str, object]] | None] = {}
+        for item in pending:
+            message = item.message
+            if message.generation < state.generation:
+                # Deletion wins: the user was forgotten after this item was accepted. Its payload
+                # may have landed after the delete's sweep of raw/: it goes now.
+                self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
+                self._archive.delete_raw(message.raw_key)
+                record_metric(MetricName.JOBS_SKIPPED)
+                continue
+            content = self._raw_item(message, raw_cache)
+            if content is None:
+                # Not deleted, yet its payload is gone (expired before a late redrive): say so.
+                self._jobs.set_job_status(message.tenant_id, [message.job_id], "failed", PAYLOAD_MISSING)
+                logger.warning("accepted payload missing", extra={"job_id": message.job_id})
+                continue
+            live.append(LiveItem(item, content))
+        return live
+
+    def _raw_item(
+        self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]
+    ) -> IngestItem | None:
+        if message.raw_key not in cache:
+            with self._tracing.span("s3.get_raw", tenant_id=message.tenant_id, job_id=message.job_id):
+                payload = self._archive.get_raw(message.raw_key)
+            cache[message.raw_key] = payload.get("items") if payload else None
+        stored = cache[message.raw_key]
+        if stored is None or message.raw_index >= len(stored):
+            return None
+        return IngestItem.model_validate(stored[message.raw_index])

@@ -1,0 +1,154 @@
+"""Hybrid ranking of one user's facts and episodes for a query (recall: `memory/query`, `memory/context`).
+
+Semantics (docs/api.md "Recall"):
+
+- Filters first: `metadata_filters` keep the documents whose metadata has, for every filter key,
+  the filter's value, or one of its values when it is a list (IN). The lexical statistics (idf,
+  average length) are those of the filtered documents.
+- semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to [0, 1].
+- lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.lexical).
+- relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
+  lexical only. A document without a vector (None, or a vector of another size; the caller passes
+  None for a vector of another model), or every document when the query has no vector, uses its
+  lexical score in place of the semantic part: it is ranked lexically, at any alpha.
+- recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS) from `updated_at` (1 now, 0.5 after 30
+  days, a future time counts as now); score = (1 - recency_bias) * relevance
+  + recency_bias * recency, in [0, 1].
+- With recency_bias = 0, a document of zero relevance is left out: nothing irrelevant is returned.
+  With recency_bias > 0 every filtered document can be returned (recency_bias = 1: newest first).
+- Order: score descending, then updated_at descending, then id (and type); the first top_k.
+
+DEFAULT_ALPHA = 0.5, from LoCoMo (bench/bench_recall_quality.py, 1,536 questions, recall@5 of the
+evidence turns): the lexical ranking alone 0.537 (1.20x plain BM25); blended with the offline
+embedder's vectors 0.533 at alpha 0.3, 0.528 at 0.5, 0.504 at 0.7, 0.338 vectors alone. Vectors
+that know only the words cannot add to BM25, so this is a floor: 0.5 is the largest alpha that stays
+within a point of lexical ranking there, which leaves the most weight to what a real model's
+vectors know (paraphrases, synonyms) at no measurable cost when they know little.
+
+Cost, pure Python (no numpy on the layer), one core of a 2-core AMD EPYC, CPU time, for 2,200
+documents (82,400 words) with 256-dimension vectors: ~18 ms when the same user is ranked again
+(tokens cached), ~45 ms for a new user on a warm function (its words' stems already known), ~140 ms
+for the first query of a process (stemming ~7,000 distinct words once, ~17 µs each in pure
+Python). The vectors take ~5.5 ms of it; the rest is tokenizing and BM25.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from hippocampus.domain.lexical import lexical_scores
+
+DEFAULT_ALPHA: Final = 0.5
+RECENCY_HALF_LIFE_DAYS: Final = 30.0
+_SECONDS_PER_DAY: Final = 86_400.0
+
+DocumentType = Literal["fact", "episode"]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A fact or an episode, as ranked: its plain text (markdown already rendered) and vector."""
+
+    type: DocumentType
+    id: str
+    text: str
+    metadata: Mapping[str, Any]
+    updated_at: datetime
+    vector: Sequence[float] | None  # None, or of another model: lexical only for this document
+
+
+@dataclass(frozen=True)
+class Ranked:
+    document: Document
+    score: float  # in [0, 1]
+
+
+def matches(metadata: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
+    """Every filter key is in `metadata` with the filter's value, or one of its values (a list: IN)."""
+    for key, wanted in filters.items():
+        if key not in metadata:
+            return False
+        value = metadata[key]
+        if isinstance(wanted, list | tuple):
+            if not any(_same(value, option) for option in wanted):
+                return False
+        elif not _same(value, wanted):
+            return False
+    return True
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    # True == 1 in Python; a filter on a boolean must not match a number, nor the reverse.
+    if isinstance(value, bool) or isinstance(wanted, bool):
+        return value is wanted
+    return bool(value == wanted)
+
+
+def unit(vector: Sequence[float]) -> list[float]:
+    """The vector scaled to length 1 (a zero vector stays zero)."""
+    norm = math.hypot(*vector)
+    return [value / norm for value in vector] if norm else list(vector)
+
+
+def cosine(unit_query: Sequence[float], vector: Sequence[float]) -> float:
+    """Cosine similarity of a unit query vector and a stored vector, clipped to [0, 1].
+
+    Stored vectors are unit length (the `Embedder` port; the adapters normalise what a model
+    answers), so the cosine is their dot product: no norm to compute per document (a third of
+    the vector cost). A vector packed with a small loss only moves its score by as much."""
+    return max(0.0, min(1.0, math.sumprod(unit_query, vector)))
+
+
+def recency(updated_at: datetime, now: datetime) -> float:
+    """1 for a document updated now (or later), halving every RECENCY_HALF_LIFE_DAYS."""
+    age_days = max(0.0, (now - updated_at).total_seconds() / _SECONDS_PER_DAY)
+    return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
+
+
+def relevance(lexical: float, document: Document, unit_query: Sequence[float] | None, alpha: float) -> float:
+    """The blend of one document's semantic and lexical scores (lexical for both without a vector)."""
+    vector = document.vector
+    if unit_query is None or vector is None or len(vector) != len(unit_query):
+        return lexical
+    return alpha * cosine(unit_query, vector) + (1 - alpha) * lexical
+
+
+def rank(
+    query: str,
+    query_vector: Sequence[float] | None,
+    documents: Sequence[Document],
+    *,
+    alpha: float,
+    recency_bias: float,
+    now: datetime,
+    top_k: int,
+    filters: Mapping[str, Any] | None = None,
+) -> list[Ranked]:
+    """The top_k documents for the query, best first (the module docstring gives the semantics)."""
+    _check_unit("alpha", alpha)
+    _check_unit("recency_bias", recency_bias)
+    candidates = [doc for doc in documents if matches(doc.metadata, filters)] if filters else documents
+    lexical = lexical_scores(query, [doc.text for doc in candidates])
+    unit_query = unit(query_vector) if query_vector is not None else None
+    results: list[Ranked] = []
+    for doc, lexical_score in zip(candidates, lexical, strict=True):
+        score = relevance(lexical_score, doc, unit_query, alpha)
+        if recency_bias:
+            score = (1 - recency_bias) * score + recency_bias * recency(doc.updated_at, now)
+        elif score <= 0.0:
+            continue
+        results.append(Ranked(doc, max(0.0, min(1.0, score))))
+    results.sort(key=_order)
+    return results[: max(0, top_k)]
+
+
+def _order(ranked: Ranked) -> tuple[float, float, str, str]:
+    document = ranked.document
+    return (-ranked.score, -document.updated_at.timestamp(), document.id, document.type)
+
+
+def _check_unit(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, got {value}")

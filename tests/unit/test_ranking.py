@@ -1,0 +1,206 @@
+"""Hybrid ranking: alpha's extremes are pure, recency and filters work, nothing irrelevant returned."""
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+from hippocampus.domain.lexical import lexical_scores
+from hippocampus.domain.ranking import (
+    DEFAULT_ALPHA,
+    RECENCY_HALF_LIFE_DAYS,
+    Document,
+    cosine,
+    matches,
+    rank,
+    recency,
+    unit,
+)
+
+NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+
+def doc(doc_id, text, vector=None, days_old=0.0, doc_type="fact", **metadata):
+    return Document(doc_type, doc_id, text, metadata, NOW - timedelta(days=days_old), vector)
+
+
+def ids(results):
+    return [result.document.id for result in results]
+
+
+def run(query, query_vector, documents, alpha=DEFAULT_ALPHA, recency_bias=0.0, top_k=10, filters=None):
+    return rank(
+        query,
+        query_vector,
+        documents,
+        alpha=alpha,
+        recency_bias=recency_bias,
+        now=NOW,
+        top_k=top_k,
+        filters=filters,
+    )
+
+
+# Vectors chosen by hand so semantic and lexical disagree: "sem" is close to the query vector
+# without sharing its words; "lex" shares the words with an orthogonal vector.
+# Stored vectors are unit length (the Embedder port); a query vector is normalised by rank().
+QUERY_VECTOR = [2.0, 0.0, 0.0]
+DOCS = [
+    doc("lex", "Alice pays with Stripe", [0.0, 1.0, 0.0]),
+    doc("sem", "Card processing is handled by a provider", unit([0.9, 0.1, 0.0])),
+    doc("mid", "Stripe dashboard for Alice", [0.6, 0.8, 0.0]),
+]
+
+
+def test_alpha_0_is_lexical_only():
+    results = run("stripe payments", QUERY_VECTOR, DOCS, alpha=0.0)
+    lexical = dict(
+        zip([d.id for d in DOCS], lexical_scores("stripe payments", [d.text for d in DOCS]), strict=True)
+    )
+    assert ids(results) == ["lex", "mid"]  # "sem" shares no word: dropped, its vector ignored
+    assert [r.score for r in results] == [lexical["lex"], lexical["mid"]]
+
+
+def test_alpha_1_is_semantic_only():
+    results = run("stripe payments", QUERY_VECTOR, DOCS, alpha=1.0)
+    assert ids(results) == ["sem", "mid"]  # "lex" has cosine 0: dropped despite its words
+    assert results[0].score == pytest.approx(cosine(unit(QUERY_VECTOR), DOCS[1].vector))
+    assert results[0].score == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)
+    assert results[1].score == pytest.approx(0.6)
+
+
+def test_in_between_is_a_linear_blend():
+    lexical = lexical_scores("stripe payments", [d.text for d in DOCS])
+    results = {r.document.id: r.score for r in run("stripe payments", QUERY_VECTOR, DOCS, alpha=0.3)}
+    assert results["mid"] == pytest.approx(0.3 * 0.6 + 0.7 * lexical[2])
+    assert results["lex"] == pytest.approx(0.7 * lexical[0])
+
+
+def test_a_document_without_a_vector_of_the_model_is_ranked_lexically():
+    # vector None (another model's vector, or not embedded yet) or of another size: lexical only.
+    documents = [doc("none", "Alice pays with Stripe"), doc("other", "Stripe for Alice", [1.0, 0.0])]
+    for alpha in (0.0, 0.5, 1.0):
+        results = {
+            r.document.id: r.score for r in run("stripe payments", QUERY_VECTOR, documents, alpha=alpha)
+        }
+        expected = lexical_scores("stripe payments", [d.text for d in documents])
+        assert results == {"none": expected[0], "other": expected[1]}
+    no_query_vector = run("stripe payments", None, DOCS, alpha=1.0)
+    assert ids(no_query_vector) == ids(run("stripe payments", QUERY_VECTOR, DOCS, alpha=0.0))
+
+
+def test_the_right_item_first_with_offline_vectors_for_exact_and_variant_words():
+    embedder = OfflineEmbedder()
+    texts = {
+        "pay": "Alice takes payments through Stripe.",
+        "order": "She ordered 40 jars of soy wax.",
+        "ui": "Prefers dark mode.",
+        "ship": "Ships to Canada and the US.",
+    }
+    vectors = embedder.embed(list(texts.values()))
+    documents = [doc(key, text, vector) for (key, text), vector in zip(texts.items(), vectors, strict=True)]
+    for query, expected in [
+        ("What payment provider?", "pay"),
+        ("how many orders of wax", "order"),
+        ("dark mode", "ui"),
+        ("where does she ship", "ship"),
+        ("paying", "pay"),  # stems differ (pay / payment): the vectors' trigrams still match
+    ]:
+        [query_vector] = embedder.embed([query])
+        assert ids(run(query, query_vector, documents))[0] == expected, query
+
+
+def test_recency_halves_every_half_life_and_a_future_time_counts_as_now():
+    assert recency(NOW, NOW) == 1.0
+    assert recency(NOW - timedelta(days=RECENCY_HALF_LIFE_DAYS), NOW) == pytest.approx(0.5)
+    assert recency(NOW - timedelta(days=2 * RECENCY_HALF_LIFE_DAYS), NOW) == pytest.approx(0.25)
+    assert recency(NOW + timedelta(days=3), NOW) == 1.0
+
+
+def test_recency_bias_brings_newer_items_forward():
+    documents = [
+        doc("old", "Alice uses Stripe for payments", days_old=90),
+        doc("new", "Alice uses Stripe", days_old=1),
+    ]
+    assert ids(run("stripe payments", None, documents, recency_bias=0.0)) == ["old", "new"]
+    assert ids(run("stripe payments", None, documents, recency_bias=0.5)) == ["new", "old"]
+
+
+def test_recency_bias_1_orders_by_time_and_keeps_irrelevant_items():
+    documents = [doc("a", "tea", days_old=5), doc("b", "coffee", days_old=1), doc("c", "stripe", days_old=9)]
+    results = run("stripe", None, documents, recency_bias=1.0)
+    assert ids(results) == ["b", "a", "c"]
+    assert results[0].score == pytest.approx(recency(NOW - timedelta(days=1), NOW))
+
+
+def test_without_recency_bias_nothing_irrelevant_is_returned():
+    documents = [doc("a", "Prefers dark mode"), doc("b", "Lives in Lyon", [0.0, 1.0, 0.0])]
+    assert run("stripe payments", [1.0, 0.0, 0.0], documents) == []
+    assert run("", None, documents) == []
+
+
+def test_filters_exact_and_in_are_applied_before_ranking():
+    documents = [
+        doc("web-billing", "stripe payments", channel="web", topic="billing"),
+        doc("app-billing", "stripe payments stripe", channel="app", topic="billing"),
+        doc("web-orders", "stripe orders", channel="web", topic="orders"),
+        doc("web-none", "stripe"),
+    ]
+    assert ids(run("stripe", None, documents, filters={"channel": "web"})) == ["web-billing", "web-orders"]
+    in_filter = {"channel": "web", "topic": ["billing", "orders"]}
+    assert sorted(ids(run("stripe", None, documents, filters=in_filter))) == ["web-billing", "web-orders"]
+    assert run("stripe", None, documents, filters={"channel": "email"}) == []
+    # Before ranking: top_k=1 still finds the filtered item, even though "app-billing" scores best.
+    assert ids(run("stripe", None, documents, top_k=1, filters={"topic": "orders"})) == ["web-orders"]
+
+
+def test_matches_compares_values_exactly():
+    assert matches({"a": 1, "b": "x"}, {"a": 1, "b": ["x", "y"]})
+    assert not matches({"a": 1}, {"a": 1, "b": "x"})  # every key must match
+    assert not matches({"a": True}, {"a": 1}) and not matches({"a": 1}, {"a": True})
+    assert matches({"a": False}, {"a": [False]}) and not matches({"a": "1"}, {"a": 1})
+    assert matches({}, {})
+
+
+def test_ties_go_to_the_newer_item_then_the_id_and_top_k_cuts():
+    documents = [
+        doc("b", "stripe", days_old=2),
+        doc("c", "stripe", days_old=1),
+        doc("a", "stripe", days_old=2),
+    ]
+    assert ids(run("stripe", None, documents)) == ["c", "a", "b"]
+    assert ids(run("stripe", None, documents, top_k=2)) == ["c", "a"]
+
+
+def test_scores_stay_in_0_1_and_are_ordered_on_random_corpora():
+    rng = random.Random(3)
+    words = ["stripe", "payment", "order", "wax", "candle", "lyon", "canada", "dark", "mode", "tea"]
+    for _ in range(50):
+        documents = [
+            doc(
+                f"d{i}",
+                " ".join(rng.choices(words, k=rng.randint(1, 8))),
+                rng.choice([None, unit([rng.uniform(-1, 1) for _ in range(4)])]),
+                days_old=rng.uniform(0, 400),
+            )
+            for i in range(20)
+        ]
+        query_vector = rng.choice([None, [rng.uniform(-1, 1) for _ in range(4)]])
+        results = run(
+            " ".join(rng.choices(words, k=3)),
+            query_vector,
+            documents,
+            alpha=rng.random(),
+            recency_bias=rng.choice([0.0, rng.random()]),
+        )
+        scores = [r.score for r in results]
+        assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+        assert len(results) <= 10
+
+
+def test_alpha_and_recency_bias_outside_0_1_are_refused():
+    with pytest.raises(ValueError, match="alpha"):
+        run("x", None, DOCS, alpha=1.5)
+    with pytest.raises(ValueError, match="recency_bias"):
+        run("x", None, DOCS, recency_bias=-0.1)
