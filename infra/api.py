@@ -29,6 +29,8 @@ _OPTIONAL_PARAMETERS: Final = {
     ("PUT", "/memory"): ("method.request.header.If-Match",),
     ("GET", "/history"): ("method.request.querystring.limit",),
     ("GET", "/export"): ("method.request.querystring.cursor",),
+    ("GET", "/facts"): ("method.request.querystring.limit", "method.request.querystring.cursor"),
+    ("GET", "/episodes"): ("method.request.querystring.limit", "method.request.querystring.cursor"),
 }
 
 

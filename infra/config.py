@@ -27,12 +27,16 @@ from pydantic import (
 
 from hippocampus.contracts.names import (
     CONDENSER_TIMEOUT_S,
+    DEFAULT_EMBEDDING_DIMENSIONS,
     DLQ_RETENTION_DAYS,
     LLM_TIMEOUTS_PER_CONDENSATION,
     QUEUE_RETENTION_DAYS,
     SERVICE_NAME,
+    TITAN_V2_DIMENSIONS,
+    EmbeddingProviderName,
     LlmProviderName,
     condensation_budget_s,
+    default_embedding_model,
     default_model,
     max_llm_timeout_s,
 )
@@ -44,6 +48,9 @@ DEFAULT_CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
 LOG_RETENTION_DAYS: Final = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
+
+# The only vector sizes Titan Text Embeddings V2 offers (as the bedrock embedding adapter checks at
+# cold start): refused here at synth time instead of failing every deployed cold start.
 
 Architecture = Literal["arm64", "x86_64"]
 
@@ -90,6 +97,23 @@ class DeploymentConfig(BaseModel):
         None, ge=2, le=1000, description="Cap on concurrent condenser invocations (LLM rate limits)."
     )
 
+    embedding_provider: EmbeddingProviderName | None = Field(
+        None,
+        description="openai, bedrock, offline or none (lexical only); None follows llm_provider "
+        "(openai → openai, bedrock → bedrock, offline → offline).",
+    )
+    embedding_model: ModelId | None = Field(
+        None,
+        description="Embedding model id (openai, bedrock); by default text-embedding-3-small for openai "
+        "and amazon.titan-embed-text-v2:0 for bedrock.",
+    )
+    embedding_dimensions: int = Field(
+        DEFAULT_EMBEDDING_DIMENSIONS, ge=64, le=1536, description="Size of the stored vectors."
+    )
+    max_episodes: int = Field(
+        2_000, ge=1, le=10_000, description="Newest condensed turns kept per user for recall."
+    )
+
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
     log_retention_days: int = Field(30, description="Retention of every log group.")
@@ -120,10 +144,12 @@ class DeploymentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> DeploymentConfig:
-        if self.llm_provider != "openai":
+        # The embeddings use the LLM's OpenAI endpoint and key, so either may need them.
+        if not self.uses_openai:
             for key in ("llm_base_url", "llm_secret_name"):
                 if getattr(self, key) is not None:
-                    raise _KeyError(key, "only applies when llm_provider is openai")
+                    raise _KeyError(key, "only applies when llm_provider or embedding_provider is openai")
+        self._check_embeddings()
         # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
         if condensation_budget_s(self.llm_timeout_s) > CONDENSER_TIMEOUT_S:
             ceiling = max_llm_timeout_s()
@@ -140,6 +166,32 @@ class DeploymentConfig(BaseModel):
             )
         return self
 
+    def _check_embeddings(self) -> None:
+        provider = self.resolved_embedding_provider
+        if self.embedding_model is not None and provider not in ("openai", "bedrock"):
+            raise _KeyError("embedding_model", "only applies when embedding_provider is openai or bedrock")
+        if provider == "bedrock" and self.embedding_dimensions not in TITAN_V2_DIMENSIONS:
+            sizes = ", ".join(map(str, TITAN_V2_DIMENSIONS))
+            raise _KeyError(
+                "embedding_dimensions",
+                f"must be one of {sizes} with embedding_provider bedrock (Titan Text Embeddings V2)",
+            )
+
+    @property
+    def resolved_embedding_provider(self) -> EmbeddingProviderName:
+        """The configured embedding provider, or the one that follows the LLM's."""
+        return self.embedding_provider or self.llm_provider
+
+    @property
+    def resolved_embedding_model(self) -> str:
+        """The configured embedding model, or the provider's default ("" for none, which has none)."""
+        return self.embedding_model or default_embedding_model(self.resolved_embedding_provider) or ""
+
+    @property
+    def uses_openai(self) -> bool:
+        """Whether the LLM or the embeddings call an OpenAI-compatible endpoint (and need its key)."""
+        return "openai" in (self.llm_provider, self.resolved_embedding_provider)
+
     @property
     def resolved_llm_model(self) -> str:
         """The configured model, or the provider's default ("" for offline, which has none)."""
@@ -147,8 +199,8 @@ class DeploymentConfig(BaseModel):
 
     @property
     def resolved_llm_secret_name(self) -> str | None:
-        """The API key secret of the openai provider; None for the other providers."""
-        if self.llm_provider != "openai":
+        """The OpenAI API key's secret (LLM and embeddings share it); None when neither uses openai."""
+        if not self.uses_openai:
             return None
         return self.llm_secret_name or f"hippocampus/{self.stage}/llm-api-key"
 

@@ -1,4 +1,7 @@
-"""Functions: one factory (`ServiceFunction`) for every Lambda function, the layers, and each role's grants."""
+"""Functions: one factory (`ServiceFunction`) for every Lambda function, the layers, and their triggers.
+
+What each role may do is in `infra.grants`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +13,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from hippocampus.contracts import names as schema
+from infra import grants
 from infra.config import DeploymentConfig
-from infra.nag import acknowledge, nag_text
+from infra.nag import acknowledge
 from infra.queueing import Queueing
 from infra.schedule import schedule_dead_letter_pass
 from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec, ResourceNames, function_environments
@@ -58,9 +61,6 @@ _APP_LOG_LEVEL: Final = {
     "ERROR": lambda_.ApplicationLogLevel.ERROR,
 }
 
-# Geographic prefixes of Bedrock cross-region inference profile ids (us.anthropic.claude-…).
-_INFERENCE_PROFILE_PREFIXES: Final = ("us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.")
-
 
 def retention(days: int) -> logs.RetentionDays:
     return _RETENTION[days]
@@ -93,7 +93,7 @@ class ServiceFunction(Construct):
             removal_policy=removal_policy(config),
         )
         # No managed policy (AWSLambdaBasicExecutionRole would allow every log group): this role
-        # writes to its own log group only; grants below add what the function touches.
+        # writes to its own log group only; infra.grants adds what the function touches.
         self.role = iam.Role(
             self,
             "Role",
@@ -138,7 +138,7 @@ class ServiceFunction(Construct):
 
 
 class Functions(Construct):
-    """The three functions, their layers, their environment and their least-privilege grants."""
+    """The four functions, their layers, their environment and their least-privilege grants."""
 
     def __init__(
         self,
@@ -182,13 +182,24 @@ class Functions(Construct):
                 spec=spec,
                 config=config,
                 code=lambda_.Code.from_asset(str(assets.functions[spec.name])),
-                layers=[self.layers[name] for name in spec.layers],
+                layers=[self.layers[name] for name in spec.layers_for(config)],
                 environment=environments[spec.name],
             )
 
-        self._grant_get_memory(storage)
-        self._grant_ingest(storage, queueing)
-        self._grant_condenser(storage, queueing)
+        # openai only (LLM or embeddings): the API key's secret, by name; bedrock needs IAM alone.
+        self.llm_secret: secretsmanager.ISecret | None = None
+        if config.resolved_llm_secret_name:
+            self.llm_secret = secretsmanager.Secret.from_secret_name_v2(
+                self, "LlmApiKeySecret", config.resolved_llm_secret_name
+            )
+        grants.grant_get_memory(self.by_name["get_memory"].role, storage)
+        grants.grant_ingest(self.by_name["ingest"].role, storage, queueing)
+        grants.grant_recall(self.by_name["recall"].role, storage)
+        grants.grant_embeddings(self.by_name["recall"].role, config, self.llm_secret)
+        self._condenser_triggers(queueing)
+        condenser_role = self.by_name["condenser"].role
+        grants.grant_condenser_storage(condenser_role, storage)
+        grants.grant_condenser_models(condenser_role, config, self.llm_secret)
 
     @property
     def get_memory(self) -> lambda_.Function:
@@ -202,99 +213,20 @@ class Functions(Construct):
     def condenser(self) -> lambda_.Function:
         return self.by_name["condenser"].function
 
-    # ------------------------------------------------------------------ grants
+    @property
+    def recall(self) -> lambda_.Function:
+        return self.by_name["recall"].function
 
-    def _objects(self, role: iam.IRole, bucket: s3.IBucket, prefix: str, actions: Sequence[str]) -> None:
-        resource = bucket.arn_for_objects(prefix + "*")
-        role.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[resource]))
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{nag_text(self, resource)}]",
-            f"Object keys under {prefix} are per tenant, user and job, created at run time; the prefix "
-            f"is the narrowest ARN that covers them, and only {' and '.join(actions)} "
-            f"{'is' if len(actions) == 1 else 'are'} allowed there.",
-        )
-
-    @staticmethod
-    def _list(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in prefixes]}},
-            )
-        )
-
-    def _grant_get_memory(self, storage: Storage) -> None:
-        role = self.by_name["get_memory"].role
-        storage.table.grant_read_data(role)
-        # The export gives back the turns as sent (raw/) besides the history.
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:GetObject"])
-        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
-        self._list(role, storage.bucket, [schema.HISTORY_PREFIX, schema.RAW_PREFIX])
-
-    def _grant_ingest(self, storage: Storage, queueing: Queueing) -> None:
-        role = self.by_name["ingest"].role
-        storage.table.grant_read_write_data(role)
-        self._objects(
-            role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
-        )
-        # PUT archives the version it writes; DELETE of a user erases their history too.
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
-        self._list(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
-        queueing.queue.grant_send_messages(role)
-
-    def _grant_condenser(self, storage: Storage, queueing: Queueing) -> None:
-        config = self._config
+    def _condenser_triggers(self, queueing: Queueing) -> None:
+        """The ingest queue (whose event source mapping grants the consume actions on it only) and the
+        scheduled pass over the DLQ."""
         service_function = self.by_name["condenser"]
-        role = service_function.role
-        storage.table.grant_read_write_data(role)
-        # It reads accepted payloads and archives versions; it erases what landed after a DELETE of
-        # the user swept the prefix: the payload of an item it skips, its own copy of a version.
-        self._objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
-        self._objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
-        # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
-        # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item
-        # until the DLQ instead of making it `skipped`. For that check S3 evaluates s3:prefix as
-        # the requested key, so a raw/-scoped ListBucket is enough (history/ is never read here).
-        self._list(role, storage.bucket, [schema.RAW_PREFIX])
-        # The event source mapping grants the consume actions on this queue only.
         service_function.function.add_event_source(
             event_sources.SqsEventSource(
                 queueing.queue,
                 batch_size=schema.CONDENSER_BATCH_SIZE,
                 report_batch_item_failures=True,
-                max_concurrency=config.condenser_max_concurrency,
+                max_concurrency=self._config.condenser_max_concurrency,
             )
         )
-        schedule_dead_letter_pass(self, service_function.function, role, queueing.dlq)
-        # openai only: the API key's secret, by name; bedrock is authorised by IAM alone (no secret).
-        self.llm_secret: secretsmanager.ISecret | None = None
-        if config.resolved_llm_secret_name:
-            self.llm_secret = secretsmanager.Secret.from_secret_name_v2(
-                self, "LlmApiKeySecret", config.resolved_llm_secret_name
-            )
-            self.llm_secret.grant_read(role)
-        if config.llm_provider == "bedrock":
-            self._grant_bedrock(role, config.resolved_llm_model)
-
-    def _grant_bedrock(self, role: iam.IRole, model: str) -> None:
-        """bedrock:InvokeModel (which also authorises the Converse API) on the configured model only."""
-        stack = cdk.Stack.of(self)
-        bedrock = f"arn:{stack.partition}:bedrock"
-        resources = (
-            [model] if model.startswith("arn:") else [f"{bedrock}:{stack.region}::foundation-model/{model}"]
-        )
-        if model.startswith(_INFERENCE_PROFILE_PREFIXES):
-            # A cross-region inference profile routes to the model in any region of its geography.
-            regional = f"{bedrock}:*::foundation-model/{model.split('.', 1)[1]}"
-            resources = [f"{bedrock}:{stack.region}:{stack.account}:inference-profile/{model}", regional]
-            acknowledge(
-                role,
-                f"AwsSolutions-IAM5[Resource::{nag_text(self, regional)}]",
-                "A cross-region inference profile invokes the same foundation model in whichever region "
-                "of its geography has capacity; the model id stays fixed, only the region is open.",
-            )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
-        )
+        schedule_dead_letter_pass(self, service_function.function, service_function.role, queueing.dlq)

@@ -51,6 +51,7 @@ class Monitoring(Construct):
         get_memory: lambda_.IFunction,
         ingest: lambda_.IFunction,
         condenser: lambda_.IFunction,
+        recall: lambda_.IFunction,
         queue: sqs.IQueue,
         dlq: sqs.IQueue,
     ) -> None:
@@ -95,6 +96,15 @@ class Monitoring(Construct):
                 condenser.metric_errors(period=PERIOD, statistic="Sum"),
                 threshold=1,
             ),
+            # Crashes, timeouts and failed cold starts (a bad embedding setting fails every one), also
+            # of direct invocations, which the API's 5xx alarm never sees.
+            self._alarm(
+                "RecallErrors",
+                f"{prefix}-recall-errors",
+                "The recall function failed (an unhandled error, a timeout or a failed cold start).",
+                recall.metric_errors(period=PERIOD, statistic="Sum"),
+                threshold=1,
+            ),
             self._alarm(
                 "Api5xx",
                 f"{prefix}-api-5xx",
@@ -135,7 +145,7 @@ class Monitoring(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"# Hippocampus `{config.stage}`\nAPI, ingestion, condensation and LLM health.",
+                markdown=f"# Hippocampus `{config.stage}`\nAPI, ingestion, condensation, recall and LLM health.",
                 width=24,
                 height=2,
             )
@@ -165,7 +175,11 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Function duration (ms)",
-                left=[*fn_metrics(get_memory, "get_memory"), *fn_metrics(ingest, "ingest")],
+                left=[
+                    *fn_metrics(get_memory, "get_memory"),
+                    *fn_metrics(ingest, "ingest"),
+                    *fn_metrics(recall, "recall"),
+                ],
                 right=fn_metrics(condenser, "condenser"),
                 width=8,
             ),
@@ -204,6 +218,23 @@ class Monitoring(Construct):
                     service_metric("PromptTokens", "Sum", "Prompt tokens"),
                     service_metric("CompletionTokens", "Sum", "Completion tokens"),
                 ],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Recall",
+                left=[service_metric("Queries", "Sum", "Queries")],
+                right=[
+                    recall.metric_errors(period=PERIOD, statistic="Sum", label="Errors"),
+                    recall.metric_throttles(period=PERIOD, statistic="Sum", label="Throttles"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Indexing (embeddings of facts and episodes)",
+                left=[service_metric("DocumentsIndexed", "Sum", "Documents indexed")],
+                right=[service_metric("IndexingFailed", "Sum", "Indexing failed")],
                 width=12,
             ),
         )

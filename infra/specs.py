@@ -12,7 +12,7 @@ from typing import Final, Literal
 from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
-FunctionName = Literal["get_memory", "ingest", "condenser"]
+FunctionName = Literal["get_memory", "ingest", "condenser", "recall"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,15 @@ class FunctionSpec:
     memory_mb: int
     timeout_s: int
     layers: tuple[str, ...]
+    # The openai SDK's layer ("llm"), only in a deployment whose embeddings call OpenAI: recall
+    # needs the SDK for nothing else, and every layer adds to its cold start.
+    llm_layer_for_openai_embeddings: bool = False
+
+    def layers_for(self, config: DeploymentConfig) -> tuple[str, ...]:
+        """The layers this function gets in this deployment."""
+        if self.llm_layer_for_openai_embeddings and config.resolved_embedding_provider == "openai":
+            return (*self.layers, "llm")
+        return self.layers
 
 
 # The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
@@ -49,6 +58,16 @@ FUNCTION_SPECS: Final = (
         timeout_s=schema.CONDENSER_TIMEOUT_S,
         layers=("deps", "xray", "llm", "core"),
     ),
+    # The query and context routes: one embedding of the query and one Query of a partition, so
+    # the read path's size and timeout. Like get_memory it never loads the X-Ray SDK.
+    FunctionSpec(
+        "recall",
+        "Hippocampus recall: query a user's memory and build a context block (embeds the query).",
+        memory_mb=1024,
+        timeout_s=schema.RECALL_TIMEOUT_S,
+        layers=("deps", "core"),
+        llm_layer_for_openai_embeddings=True,
+    ),
 )
 FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
 
@@ -70,6 +89,24 @@ def function_environments(
     common = {
         "MEMORY_TABLE_NAME": resources.table,
         "MEMORY_BUCKET_NAME": resources.bucket,
+        **_shared(config),
+    }
+    ingest = {**common, "MEMORY_QUEUE_URL": resources.queue_url}
+    condenser = {
+        **common,
+        **_llm(config),
+        **_embeddings(config),
+        "MEMORY_MAX_EPISODES": str(config.max_episodes),
+        "MEMORY_DLQ_URL": resources.dlq_url,
+    }
+    # No bucket: recall reads one partition of the table and nothing of the archive.
+    recall = {"MEMORY_TABLE_NAME": resources.table, **_shared(config), **_embeddings(config)}
+    return {"get_memory": common, "ingest": ingest, "condenser": condenser, "recall": recall}
+
+
+def _shared(config: DeploymentConfig) -> dict[str, str]:
+    """What every function is told: budget, retention, tracing and logging."""
+    shared = {
         "MEMORY_MAX_WORDS": str(config.max_words),
         "MEMORY_TRACING": "xray" if config.tracing else "off",
         "MEMORY_LOG_CONTENT": "false",
@@ -79,20 +116,40 @@ def function_environments(
         "POWERTOOLS_LOG_LEVEL": config.log_level,
     }
     if config.memory_ttl_days is not None:
-        common["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
-    ingest = {**common, "MEMORY_QUEUE_URL": resources.queue_url}
-    condenser = {
-        **common,
+        shared["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
+    return shared
+
+
+def _llm(config: DeploymentConfig) -> dict[str, str]:
+    """The condenser's LLM, and the OpenAI endpoint and key when anything of it calls OpenAI."""
+    llm = {
         "MEMORY_LLM_PROVIDER": config.llm_provider,
         "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
-        "MEMORY_DLQ_URL": resources.dlq_url,
     }
     if config.resolved_llm_model:
-        condenser["MEMORY_LLM_MODEL"] = config.resolved_llm_model
+        llm["MEMORY_LLM_MODEL"] = config.resolved_llm_model
+    return llm | _openai(config)
+
+
+def _embeddings(config: DeploymentConfig) -> dict[str, str]:
+    """The embedding settings, the same for the condenser (documents) and recall (queries)."""
+    provider = config.resolved_embedding_provider
+    embeddings = {
+        "MEMORY_EMBEDDING_PROVIDER": provider,
+        "MEMORY_EMBEDDING_DIMENSIONS": str(config.embedding_dimensions),
+    }
+    if config.resolved_embedding_model:
+        embeddings["MEMORY_EMBEDDING_MODEL"] = config.resolved_embedding_model
+    return embeddings | (_openai(config) if provider == "openai" else {})
+
+
+def _openai(config: DeploymentConfig) -> dict[str, str]:
+    """The OpenAI-compatible endpoint and the key's secret, which the LLM and the embeddings share."""
+    openai: dict[str, str] = {}
     if config.llm_base_url:
-        condenser["OPENAI_BASE_URL"] = config.llm_base_url
+        openai["OPENAI_BASE_URL"] = config.llm_base_url
     secret_name = config.resolved_llm_secret_name
     if secret_name:
-        # The secret's name, never its value: the condenser reads it on its first LLM call (cached 5 min).
-        condenser["MEMORY_LLM_API_KEY_SECRET"] = secret_name
-    return {"get_memory": common, "ingest": ingest, "condenser": condenser}
+        # The secret's name, never its value: the function reads it on its first call (cached 5 min).
+        openai["MEMORY_LLM_API_KEY_SECRET"] = secret_name
+    return openai

@@ -56,7 +56,11 @@ class HippocampusStack(cdk.Stack):
             self,
             "Api",
             config=config,
-            functions={"get_memory": self.functions.get_memory, "ingest": self.functions.ingest},
+            functions={
+                "get_memory": self.functions.get_memory,
+                "ingest": self.functions.ingest,
+                "recall": self.functions.recall,
+            },
         )
         self.monitoring = Monitoring(
             self,
@@ -66,6 +70,7 @@ class HippocampusStack(cdk.Stack):
             get_memory=self.functions.get_memory,
             ingest=self.functions.ingest,
             condenser=self.functions.condenser,
+            recall=self.functions.recall,
             queue=self.queueing.queue,
             dlq=self.queueing.dlq,
         )
@@ -87,6 +92,8 @@ class HippocampusStack(cdk.Stack):
             "IngestFunctionArn": (functions.ingest.function_arn, "Write function ARN"),
             "CondenserFunctionName": (functions.condenser.function_name, "Condenser function"),
             "CondenserFunctionArn": (functions.condenser.function_arn, "Condenser function ARN"),
+            "RecallFunctionName": (functions.recall.function_name, "Recall function (direct invoke)"),
+            "RecallFunctionArn": (functions.recall.function_arn, "Recall function ARN"),
             "TableName": (
                 self.storage.table.table_name,
                 "Memory table (memory, facts, jobs, Idempotency-Key records)",
@@ -100,7 +107,7 @@ class HippocampusStack(cdk.Stack):
         if functions.llm_secret is not None:
             outputs["LlmSecretName"] = (
                 self.config.resolved_llm_secret_name or "",
-                "Secrets Manager secret the condenser reads the LLM API key from",
+                "Secrets Manager secret the OpenAI API key is read from (LLM and embeddings)",
             )
         for key, (value, description) in outputs.items():
             cdk.CfnOutput(self, key, value=value, description=description)

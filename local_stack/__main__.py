@@ -129,6 +129,14 @@ def _provider_line(stack: LocalStack) -> str:
     return f"LLM provider: bedrock, model {settings.llm_model} (your AWS credentials, region {stack.resources and stack.resources.region})"
 
 
+def _embedding_line(stack: LocalStack) -> str:
+    settings = stack.settings
+    assert settings is not None
+    if settings.embedder == "none":
+        return "Embeddings: none (recall ranks by words only)"
+    return f"Embeddings: {settings.embedder}, model {settings.embedding_model}, {settings.embedding_dimensions} dimensions"
+
+
 def _state_line(stack: LocalStack) -> str:
     directory = stack.options.data_dir
     if directory is None or stack.restored is None:
@@ -181,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(_provider_line(stack), flush=True)
+    print(_embedding_line(stack), flush=True)
     print(_state_line(stack), flush=True)
     print("Try it:", flush=True)
     print(
@@ -189,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(f"  curl -s {url}/v1/tenants/acme/users/alice/memory", flush=True)
+    print(
+        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory/query -H 'Content-Type: application/json' \\\n"
+        """    -d '{"query": "What does Alice sell?"}'""",
+        flush=True,
+    )
     print("Press Ctrl-C to stop.", flush=True)
 
     while not stop.wait(0.5):

@@ -25,12 +25,15 @@ class Deployment:
     function_environment: dict[str, str]
 
 
-# Left to the developer's environment locally (offline LLM, no X-Ray, no secret) or set by the
-# stack itself once it has provisioned the resources.
+# Left to the developer's environment locally (offline LLM and embeddings unless OPENAI_API_KEY is
+# set, no X-Ray, no secret) or set by the stack itself once it has provisioned the resources. The
+# embedding model goes with its provider: cdk.json's would not fit the provider chosen locally.
 NOT_FROM_THE_DEPLOYMENT = frozenset(
     {
         "MEMORY_TRACING",
         "MEMORY_LLM_PROVIDER",
+        "MEMORY_EMBEDDING_PROVIDER",
+        "MEMORY_EMBEDDING_MODEL",
         "MEMORY_LLM_API_KEY_SECRET",
         "OPENAI_BASE_URL",
         "MEMORY_LOG_CONTENT",

@@ -38,7 +38,9 @@ class RuntimeEnvironment:
 
 
 def uses_bedrock(user_env: Mapping[str, str]) -> bool:
-    return user_env.get("MEMORY_LLM_PROVIDER", "").strip().lower() == "bedrock"
+    """Whether the LLM or the embeddings are Bedrock's: moto plays no Bedrock, the real one is reached."""
+    variables = ("MEMORY_LLM_PROVIDER", "MEMORY_EMBEDDING_PROVIDER")
+    return any(user_env.get(name, "").strip().lower() == "bedrock" for name in variables)
 
 
 def aws_region(user_env: Mapping[str, str]) -> str:

@@ -23,7 +23,7 @@ from local_stack.schedule import DEAD_LETTER_PASS_LOCAL_S, Schedule
 
 log = logging.getLogger("local_stack")
 
-FUNCTIONS = ("get_memory", "ingest", "condenser")
+FUNCTIONS = ("get_memory", "ingest", "condenser", "recall")
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from hippocampus.contracts import routes
 from hippocampus.contracts.routes import ROUTES
 from tests.infra.helpers import Synth, render
 
@@ -56,7 +57,8 @@ def methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
 
 def integration_target(synth: Synth, method: dict[str, Any]) -> str:
     uri = render(method["Integration"]["Uri"])
-    targets = [name for name in ("get_memory", "ingest") if "${" + synth.function_id(name) + ".Arn}" in uri]
+    api_functions = ("get_memory", "ingest", "recall")
+    targets = [name for name in api_functions if "${" + synth.function_id(name) + ".Arn}" in uri]
     (target,) = targets
     return target
 
@@ -72,6 +74,28 @@ def test_every_route_reaches_its_function_and_nothing_else_exists(default_synth:
     for path in routed:
         assert integration_target(default_synth, found[("ANY", path)]) == "get_memory", path
     assert set(found) == {(r.method, r.path) for r in ROUTES} | {("ANY", p) for p in routed}
+
+
+def test_recall_serves_query_and_context_and_get_memory_the_lists(default_synth: Synth) -> None:
+    found = methods(default_synth)
+    expected = {
+        ("POST", routes.QUERY_PATH): "recall",
+        ("POST", routes.CONTEXT_PATH): "recall",
+        ("GET", routes.FACTS_PATH): "get_memory",
+        ("GET", routes.EPISODES_PATH): "get_memory",
+        # The other methods of the new resources: get_memory's 405, never the recall function.
+        ("ANY", routes.QUERY_PATH): "get_memory",
+        ("ANY", routes.CONTEXT_PATH): "get_memory",
+    }
+    for key, function in expected.items():
+        assert integration_target(default_synth, found[key]) == function, key
+    # Both lists page like the export: optional limit and cursor, declared to the validator.
+    for path in (routes.FACTS_PATH, routes.EPISODES_PATH):
+        parameters = found[("GET", path)]["RequestParameters"]
+        assert parameters["method.request.querystring.limit"] is False, path
+        assert parameters["method.request.querystring.cursor"] is False, path
+    for path in (routes.QUERY_PATH, routes.CONTEXT_PATH):  # bodies only, validated by recall
+        assert not [p for p in found[("POST", path)]["RequestParameters"] if ".querystring." in p], path
 
 
 def test_every_method_requires_sigv4_and_validates_its_parameters(default_synth: Synth) -> None:
@@ -142,7 +166,7 @@ def test_only_this_api_may_invoke_the_functions(default_synth: Synth) -> None:
     permissions = template.find_resources(
         "AWS::Lambda::Permission", {"Properties": {"Principal": "apigateway.amazonaws.com"}}
     )
-    assert len(permissions) == 2  # one per API function, not one per method
+    assert len(permissions) == 3  # one per API function (get_memory, ingest, recall), not one per method
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["Principal"] == "apigateway.amazonaws.com"

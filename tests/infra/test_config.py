@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hippocampus.contracts.names import default_model
+from hippocampus.contracts.names import default_embedding_model, default_model
 from infra.config import (
+    TITAN_V2_DIMENSIONS,
     ConfigError,
     DeploymentConfig,
     config_from_cdk_json,
@@ -53,8 +54,12 @@ def test_function_environments_from_plain_names() -> None:
     environments = function_environments(config, resources)
     assert set(environments) == set(FUNCTION_NAMES)
     for variables in environments.values():
-        assert variables["MEMORY_TABLE_NAME"] == "t" and variables["MEMORY_BUCKET_NAME"] == "b"
+        assert variables["MEMORY_TABLE_NAME"] == "t"
         assert variables["MEMORY_TRACING"] == "off" and variables["MEMORY_TTL_DAYS"] == "7"
+    # recall reads one partition of the table, nothing of the archive.
+    assert [name for name, variables in environments.items() if "MEMORY_BUCKET_NAME" not in variables] == [
+        "recall"
+    ]
     assert "MEMORY_QUEUE_URL" not in environments["get_memory"]
     assert environments["ingest"]["MEMORY_QUEUE_URL"] == "https://q"
     condenser = environments["condenser"]
@@ -76,6 +81,73 @@ def test_openai_endpoint_and_named_secret_reach_the_condenser_only() -> None:
         assert not {"OPENAI_BASE_URL", "MEMORY_LLM_API_KEY_SECRET"} & environments[name].keys()
 
 
+EMBEDDING_VARIABLES = ("MEMORY_EMBEDDING_PROVIDER", "MEMORY_EMBEDDING_MODEL", "MEMORY_EMBEDDING_DIMENSIONS")
+
+
+@pytest.mark.parametrize(
+    ("settings", "provider", "model"),
+    [
+        ({}, "offline", default_embedding_model("offline")),  # follows llm_provider
+        ({"llm_provider": "openai"}, "openai", default_embedding_model("openai")),
+        ({"llm_provider": "bedrock"}, "bedrock", default_embedding_model("bedrock")),
+        ({"llm_provider": "bedrock", "embedding_provider": "none"}, "none", None),
+        ({"embedding_provider": "openai", "embedding_model": "text-embedding-3-large"}, "openai", None),
+    ],
+)
+def test_condenser_and_recall_are_told_the_same_embeddings(
+    settings: dict[str, object], provider: str, model: str | None
+) -> None:
+    """Documents (condenser) and queries (recall) must be embedded alike, or vectors never match."""
+    config = load_config(ctx(embedding_dimensions=512, **settings))
+    environments = function_environments(config, ResourceNames("t", "b", "q", "d"))
+    condenser, recall = environments["condenser"], environments["recall"]
+    assert recall["MEMORY_EMBEDDING_PROVIDER"] == provider
+    assert recall.get("MEMORY_EMBEDDING_MODEL") == (model or settings.get("embedding_model"))
+    assert recall["MEMORY_EMBEDDING_DIMENSIONS"] == "512"
+    assert {name: condenser.get(name) for name in EMBEDDING_VARIABLES} == {
+        name: recall.get(name) for name in EMBEDDING_VARIABLES
+    }
+    assert condenser["MEMORY_MAX_EPISODES"] == "2000" and "MEMORY_MAX_EPISODES" not in recall
+    for name in ("get_memory", "ingest"):
+        assert not [v for v in environments[name] if v.startswith("MEMORY_EMBEDDING_")], name
+
+
+def test_openai_embeddings_share_the_llms_endpoint_and_secret() -> None:
+    resources = ResourceNames("t", "b", "q", "d")
+    bedrock_llm = load_config(ctx(llm_provider="bedrock", embedding_provider="openai"))
+    assert bedrock_llm.resolved_llm_secret_name == "hippocampus/dev/llm-api-key"  # the embeddings need it
+    recall = function_environments(bedrock_llm, resources)["recall"]
+    assert recall["MEMORY_LLM_API_KEY_SECRET"] == "hippocampus/dev/llm-api-key"
+    # llm_base_url and llm_secret_name apply whenever either calls OpenAI.
+    config = load_config(
+        ctx(embedding_provider="openai", llm_base_url="https://llm.example.com/v1", llm_secret_name="s/k")
+    )
+    environments = function_environments(config, resources)
+    for name in ("condenser", "recall"):
+        assert environments[name]["OPENAI_BASE_URL"] == "https://llm.example.com/v1", name
+        assert environments[name]["MEMORY_LLM_API_KEY_SECRET"] == "s/k", name
+    assert environments["condenser"]["MEMORY_LLM_PROVIDER"] == "offline"
+    # An openai LLM with Bedrock embeddings: recall gets neither the endpoint nor the key.
+    mixed = load_config(ctx(llm_provider="openai", embedding_provider="bedrock", llm_base_url="https://x.io"))
+    recall = function_environments(mixed, resources)["recall"]
+    assert not {"OPENAI_BASE_URL", "MEMORY_LLM_API_KEY_SECRET"} & recall.keys()
+
+
+@pytest.mark.parametrize("dimensions", TITAN_V2_DIMENSIONS)
+def test_bedrock_embeddings_take_the_sizes_titan_v2_offers(dimensions: int) -> None:
+    assert load_config(ctx(llm_provider="bedrock", embedding_dimensions=dimensions)).embedding_dimensions == (
+        dimensions
+    )
+
+
+def test_other_providers_take_any_size_in_range() -> None:
+    for provider in ("openai", "offline", "none"):
+        assert (
+            load_config(ctx(embedding_provider=provider, embedding_dimensions=384)).embedding_dimensions
+            == 384
+        )
+
+
 def test_no_context_gives_defaults() -> None:
     config = load_config({})
     assert config.stage == "dev" and config.architecture == "arm64" and config.tracing is True
@@ -95,12 +167,37 @@ def test_no_context_gives_defaults() -> None:
         (ctx(architecture="arm"), "hippocampus.architecture", "'arm64' or 'x86_64'"),
         (ctx(llm_provider="gpt"), "hippocampus.llm_provider", "'openai', 'bedrock' or 'offline'"),
         (ctx(llm_base_url="https://x.example/v1"), "hippocampus.llm_base_url", "only applies"),
+        (
+            ctx(llm_provider="bedrock", llm_secret_name="k"),  # bedrock embeddings need no key either
+            "hippocampus.llm_secret_name",
+            "only applies when llm_provider or embedding_provider is openai",
+        ),
         (ctx(llm_provider="openai", llm_base_url="http://x"), "hippocampus.llm_base_url", "pattern"),
-        (ctx(llm_secret_name="k"), "hippocampus.llm_secret_name", "only applies when llm_provider is openai"),
+        (ctx(llm_secret_name="k"), "hippocampus.llm_secret_name", "only applies when llm_provider"),
         (ctx(llm_timeout_s=45), "hippocampus.llm_timeout_s", "must fit in the condenser timeout"),
         (ctx(raw_retention_days=7), "hippocampus.raw_retention_days", "queue plus DLQ retention"),
         (ctx(alarm_email="ops"), "hippocampus.alarm_email", "pattern"),
         (ctx(tracing="sometimes"), "hippocampus.tracing", "valid boolean"),
+        (
+            ctx(llm_provider="bedrock", embedding_dimensions=384),  # bedrock embeddings follow the LLM
+            "hippocampus.embedding_dimensions",
+            "must be one of 256, 512, 1024 with embedding_provider bedrock",
+        ),
+        (
+            ctx(embedding_provider="bedrock", embedding_dimensions=1536),
+            "hippocampus.embedding_dimensions",
+            "must be one of 256, 512, 1024",
+        ),
+        (ctx(embedding_dimensions=32), "hippocampus.embedding_dimensions", "greater than or equal to 64"),
+        (ctx(embedding_dimensions=3072), "hippocampus.embedding_dimensions", "less than or equal to 1536"),
+        (ctx(embedding_provider="vectors"), "hippocampus.embedding_provider", "'offline' or 'none'"),
+        (ctx(embedding_model="m"), "hippocampus.embedding_model", "only applies when embedding_provider"),
+        (
+            ctx(llm_provider="openai", embedding_provider="none", embedding_model="m"),
+            "hippocampus.embedding_model",
+            "only applies when embedding_provider is openai or bedrock",
+        ),
+        (ctx(max_episodes=0), "hippocampus.max_episodes", "greater than or equal to 1"),
         ({"hippocampus": ["stage"]}, '"hippocampus"', "must be an object"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The three functions of the default stack: runtime, logs, environment, layers, and each role's grants."""
+"""The four functions of the default stack: runtime, logs, environment, layers, and each role's grants."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dyn
 
 def test_functions_run_python313_traced_with_json_logs_in_their_own_log_group(default_synth: Synth) -> None:
     template, config = default_synth.template, default_synth.stack.config
-    template.resource_count_is("AWS::Lambda::Function", 3)  # no helper function (log retention, ...)
+    template.resource_count_is("AWS::Lambda::Function", 4)  # no helper function (log retention, ...)
     for spec in FUNCTION_SPECS:
         function = default_synth.function(spec.name)
         template.has_resource_properties(
@@ -38,7 +38,7 @@ def test_functions_run_python313_traced_with_json_logs_in_their_own_log_group(de
 
 def test_each_function_has_its_own_role_without_managed_policies(default_synth: Synth) -> None:
     roles = {default_synth.role_id(name) for name in FUNCTIONS}
-    assert len(roles) == 3
+    assert len(roles) == 4
     assumed_by_lambda = {
         "AssumeRolePolicyDocument": {
             "Statement": [Match.object_like({"Principal": {"Service": "lambda.amazonaws.com"}})]
@@ -56,7 +56,6 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
     )
     common: dict[str, object] = {
         "MEMORY_TABLE_NAME": {"Ref": table},
-        "MEMORY_BUCKET_NAME": {"Ref": Match.string_like_regexp("ArchiveBucket")},
         "MEMORY_MAX_WORDS": str(config.max_words),
         "MEMORY_TRACING": "xray",
         "MEMORY_LOG_CONTENT": "false",
@@ -66,15 +65,44 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
         "POWERTOOLS_LOG_LEVEL": config.log_level,
         "MEMORY_TTL_DAYS": Match.absent(),  # memories are kept forever by default
     }
+    bucket = {"MEMORY_BUCKET_NAME": {"Ref": Match.string_like_regexp("ArchiveBucket")}}
+    # The condenser embeds facts and episodes, recall the query: the same provider, model and size.
+    embeddings = {
+        "MEMORY_EMBEDDING_PROVIDER": "offline",  # follows llm_provider
+        "MEMORY_EMBEDDING_MODEL": schema.OFFLINE_EMBEDDING_MODEL,
+        "MEMORY_EMBEDDING_DIMENSIONS": str(config.embedding_dimensions),
+    }
+    no_embeddings = dict.fromkeys(embeddings, Match.absent())
     only: dict[str, dict[str, object]] = {
-        "get_memory": {"MEMORY_QUEUE_URL": Match.absent(), "MEMORY_LLM_PROVIDER": Match.absent()},
-        "ingest": {"MEMORY_QUEUE_URL": Match.any_value(), "MEMORY_IDEMPOTENCY_TABLE_NAME": Match.absent()},
+        "get_memory": {
+            **bucket,
+            **no_embeddings,
+            "MEMORY_QUEUE_URL": Match.absent(),
+            "MEMORY_LLM_PROVIDER": Match.absent(),
+        },
+        "ingest": {
+            **bucket,
+            **no_embeddings,
+            "MEMORY_QUEUE_URL": Match.any_value(),
+            "MEMORY_IDEMPOTENCY_TABLE_NAME": Match.absent(),
+        },
         "condenser": {
+            **bucket,
+            **embeddings,
+            "MEMORY_MAX_EPISODES": str(config.max_episodes),
             "MEMORY_LLM_PROVIDER": "offline",
             "MEMORY_LLM_MODEL": Match.absent(),  # offline: no model
             "MEMORY_LLM_TIMEOUT_S": f"{config.llm_timeout_s:g}",
             "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline: no secret
             "MEMORY_QUEUE_URL": Match.absent(),
+        },
+        "recall": {
+            **embeddings,
+            "MEMORY_BUCKET_NAME": Match.absent(),  # it reads nothing of the archive
+            "MEMORY_QUEUE_URL": Match.absent(),
+            "MEMORY_LLM_PROVIDER": Match.absent(),
+            "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline embeddings: no secret
+            "MEMORY_MAX_EPISODES": Match.absent(),  # the condenser keeps the archive capped
         },
     }
     for name in FUNCTIONS:
@@ -93,9 +121,10 @@ def test_layers_per_function(default_synth: Synth) -> None:
         packages = {p.name for d in dirs for p in (d / "python").iterdir()}
         assert {"hippocampus", "aws_lambda_powertools", "pydantic"} <= packages, name
         assert not packages & {"boto3", "botocore", "s3transfer"}, name  # the runtime's
+        # recall carries the openai SDK only with openai embeddings (test_recall.py); these are offline.
         assert ("openai" in packages) == (name == "condenser"), name
-        # The read path never loads the X-Ray SDK, so it does not carry it either.
-        assert ("aws_xray_sdk" in packages) == (name != "get_memory"), name
+        # The read paths never load the X-Ray SDK, so they do not carry it either.
+        assert ("aws_xray_sdk" in packages) == (name in ("ingest", "condenser")), name
         # Layers of one function are extracted into the same /opt/python: no package may be in two.
         tops = [{p.name for p in (d / "python").iterdir() if p.name != "__pycache__"} for d in dirs]
         assert sum(map(len, tops)) == len(set().union(*tops)), name

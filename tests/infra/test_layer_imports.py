@@ -33,6 +33,9 @@ CONFIG = load_config(
         }
     }
 )
+# recall carries the openai SDK (layer "llm") only when the embeddings are OpenAI's: the same
+# deployment with those, for the case "recall-openai".
+OPENAI_EMBEDDINGS = CONFIG.model_copy(update={"embedding_provider": "openai"})
 RESOURCES = ResourceNames(
     table="dummy-table", bucket="dummy-bucket", queue_url="https://q", dlq_url="https://dlq"
 )
@@ -55,7 +58,7 @@ HEAVY = {"openai", "aws_xray_sdk", "httpx2", "boto3"}
 heavy = sorted({m.split(".")[0] for m in sys.modules} & HEAVY)
 # The function's services, as its first request builds them (adapters stay lazy).
 {"get_memory": runtime.read_service, "ingest": runtime.idempotent_ingest,
- "condenser": runtime.consolidation_service}[function]()
+ "condenser": runtime.consolidation_service, "recall": runtime.recall_service}[function]()
 heavy_after_services = sorted({m.split(".")[0] for m in sys.modules} & HEAVY)
 xray_sdk = None
 if settings.tracing_mode == "xray" and importlib.util.find_spec("aws_xray_sdk") is not None:
@@ -71,8 +74,8 @@ if function == "get_memory":  # Powertools' resolver, validation and OpenAPI gen
         response = handler.lambda_handler(event, Context())
         served[event["path"]] = [response["statusCode"], json.loads(response["body"])]
 openai_client = None
-if function == "condenser":
-    import openai  # from the bytecode-only llm layer; the condenser imports it on its first LLM call
+if importlib.util.find_spec("openai") is not None:  # only in the llm layer: condenser, recall-openai
+    import openai  # from the bytecode-only llm layer; imported on the first LLM or embedding call
     openai_client = type(openai.OpenAI(api_key="probe", base_url="https://llm.invalid/v1")).__name__
 print(json.dumps({"heavy": heavy, "heavy_after_services": heavy_after_services, "import_s": elapsed,
                   "tracing": settings.tracing_mode, "xray_sdk": xray_sdk, "openai_client": openai_client,
@@ -97,23 +100,24 @@ def lambda_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="imports the x86_64 layers natively")
 @pytest.mark.parametrize("tracing", ["deployed", "xray"])
-@pytest.mark.parametrize("function", ["get_memory", "ingest", "condenser"])
+@pytest.mark.parametrize("case", ["get_memory", "ingest", "condenser", "recall", "recall-openai"])
 def test_handler_imports_with_only_its_layers(
-    assets: BuiltAssets, lambda_runtime: Path, function: str, tracing: str
+    assets: BuiltAssets, lambda_runtime: Path, case: str, tracing: str
 ) -> None:
     """Each handler imports with its code, its layers and the runtime's packages only, and its
     environment is valid for the settings model. This deployment has tracing off; "xray" runs the
     same functions as a traced deployment would (MEMORY_TRACING=xray, in a traced invocation):
     ingest and condenser load the X-Ray SDK from their xray layer on the first span, get_memory
-    neither loads nor carries it."""
+    and recall neither load nor carry it."""
+    function, config = ("recall", OPENAI_EMBEDDINGS) if case == "recall-openai" else (case, CONFIG)
     (spec,) = [spec for spec in FUNCTION_SPECS if spec.name == function]
     code = assets.functions[function]
-    layers = [assets.layers[name] / "python" for name in spec.layers]
-    environment = function_environments(CONFIG, RESOURCES)[spec.name] | {
+    layers = [assets.layers[name] / "python" for name in spec.layers_for(config)]
+    environment = function_environments(config, RESOURCES)[spec.name] | {
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
-        "AWS_LAMBDA_FUNCTION_NAME": f"{CONFIG.name_prefix}-{function.replace('_', '-')}",
+        "AWS_LAMBDA_FUNCTION_NAME": f"{config.name_prefix}-{function.replace('_', '-')}",
         "LAMBDA_TASK_ROOT": str(code),
     }
     if tracing == "xray":
@@ -149,13 +153,14 @@ def test_handler_imports_with_only_its_layers(
     assert outcome["tracing"] == ("xray" if tracing == "xray" else "off")
     # Neither the handler's import nor its services load the X-Ray SDK or openai: both are lazy.
     assert not {"openai", "aws_xray_sdk"} & set(outcome["heavy_after_services"]), outcome
-    if function == "get_memory":
+    if function in ("get_memory", "recall"):
         assert outcome["xray_sdk"] is None  # not in its layers at all
+    if function == "get_memory":
         assert outcome["served"]["/v1/health"][0] == 200
         # The same document as the one generated from the sources of every package.
         assert outcome["served"]["/v1/openapi.json"] == [200, openapi_document()]
-    elif tracing == "xray":
+    elif tracing == "xray" and function != "recall":
         xray_layer = next(str(layer) for layer in layers if (layer / "aws_xray_sdk").is_dir())
         assert outcome["xray_sdk"].startswith(xray_layer + "/"), outcome
-    if function == "condenser":
-        assert outcome["openai_client"] == "OpenAI"
+    # The SDK comes from the llm layer, which only the condenser and recall-openai carry.
+    assert outcome["openai_client"] == ("OpenAI" if case in ("condenser", "recall-openai") else None)

@@ -16,6 +16,8 @@ FIXED_OUTPUTS = (
     "IngestFunctionArn",
     "CondenserFunctionName",
     "CondenserFunctionArn",
+    "RecallFunctionName",
+    "RecallFunctionArn",
     "TableName",
     "BucketName",
     "QueueName",
@@ -61,6 +63,20 @@ def test_condenser_errors_and_api_5xx_alarm_on_the_first_one(default_synth: Synt
     alarm(default_synth, "api-5xx", Namespace="AWS/ApiGateway", MetricName="5XXError", Threshold=1)
 
 
+def test_recall_errors_alarm_on_the_first_one(default_synth: Synth) -> None:
+    """Crashes, timeouts and failed cold starts of recall, direct invocations included."""
+    recall = {"Name": "FunctionName", "Value": {"Ref": default_synth.function_id("recall")}}
+    alarm(
+        default_synth,
+        "recall-errors",
+        Namespace="AWS/Lambda",
+        MetricName="Errors",
+        Dimensions=[recall],
+        Threshold=1,
+        ComparisonOperator="GreaterThanOrEqualToThreshold",
+    )
+
+
 def test_llm_latency_alarm_uses_the_configured_threshold_for_15_minutes(default_synth: Synth) -> None:
     alarm(
         default_synth,
@@ -83,7 +99,7 @@ def test_queue_backlog_alarm(default_synth: Synth) -> None:
         Threshold=QUEUE_AGE_ALARM_S,
         ComparisonOperator="GreaterThanThreshold",
     )
-    default_synth.template.resource_count_is("AWS::CloudWatch::Alarm", 5)
+    default_synth.template.resource_count_is("AWS::CloudWatch::Alarm", 6)
 
 
 def test_no_email_subscription_unless_configured(default_synth: Synth) -> None:
@@ -113,9 +129,16 @@ def test_dashboard_shows_api_ingest_condenser_dlq_and_llm(default_synth: Synth) 
         "CompletionTokens",
         "CondensationsOk",
         "CondensationsFailed",
+        "Queries",
+        "DocumentsIndexed",
+        "IndexingFailed",
+        "Throttles",
     ):
         assert f'"{metric}"' in body, metric
     assert f'"{schema.METRICS_NAMESPACE}"' in body and f'"service","{schema.SERVICE_NAME}"' in body
+    # Every function's duration, recall's included.
+    for name in ("get_memory", "ingest", "condenser", "recall"):
+        assert f'"label":"{name} p99"' in body, name
 
 
 def test_outputs_have_fixed_keys_and_say_what_they_are(default_synth: Synth) -> None:
@@ -126,6 +149,10 @@ def test_outputs_have_fixed_keys_and_say_what_they_are(default_synth: Synth) -> 
     template.has_output("GetMemoryFunctionName", {"Value": {"Ref": default_synth.function_id("get_memory")}})
     template.has_output(
         "CondenserFunctionArn", {"Value": {"Fn::GetAtt": [default_synth.function_id("condenser"), "Arn"]}}
+    )
+    template.has_output("RecallFunctionName", {"Value": {"Ref": default_synth.function_id("recall")}})
+    template.has_output(
+        "RecallFunctionArn", {"Value": {"Fn::GetAtt": [default_synth.function_id("recall"), "Arn"]}}
     )
     url = render(template.find_outputs("ApiUrl")["ApiUrl"]["Value"])
     assert url.startswith("https://") and url.endswith("/")

@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match
 
+from hippocampus.contracts.names import default_embedding_model
 from infra.stack import HippocampusStack
 from tests.infra.helpers import (
     FUNCTIONS,
@@ -23,6 +24,7 @@ from tests.infra.helpers import (
 )
 
 MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+EMBEDDING_MODEL = str(default_embedding_model("bedrock"))
 
 
 def grant_acme(stack: HippocampusStack) -> None:
@@ -60,6 +62,11 @@ def test_inference_profile_grant_is_scoped_to_the_profile_and_its_model(synth: S
         "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/" + MODEL,
         # The profile routes to the same model in any region of its geography.
         "arn:${AWS::Partition}:bedrock:*::foundation-model/" + MODEL.removeprefix("us."),
+        # The embeddings follow the LLM's provider: Titan V2 in the stack's region.
+        "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/" + EMBEDDING_MODEL,
+    }
+    assert granted(synth, synth.role_id("recall"))["bedrock:InvokeModel"] == {
+        "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/" + EMBEDDING_MODEL
     }
     synth.template.has_resource_properties(
         "AWS::Lambda::Function",

@@ -103,7 +103,9 @@ def proxied_service(
     queue = SqsJobQueue(aws.queue_url, lambda: sqs)
     tracing = NoTracing()
     reads = ReadService(memory, jobs, archive, tracing)
-    exports = ExportService(memory, jobs, archive, tracing)
+    exports = ExportService(
+        memory, jobs, archive, tracing, DynamoEpisodeStore(table, settings.job_retention_days)
+    )
     lists = ListService(memory, DynamoEpisodeStore(table, settings.job_retention_days), tracing)
     records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
     records = user_records(aws.table_name, lambda: records_client)

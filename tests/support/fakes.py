@@ -195,7 +195,7 @@ class FakeJobStore:
 
 
 def _episode_key(episode: Episode) -> str:
-    return f"{episode.created_at.isoformat()}#{episode.job_id}"
+    return f"{episode.created_at.isoformat()}#{episode.position:03d}#{episode.job_id}"
 
 
 class FakeMemoryStore:
@@ -437,7 +437,7 @@ class FakeQueue:
             raise DependencyUnavailable("the ingestion queue is unavailable; retry the request") from failure
         self.messages += [(message, trace_header) for message in messages]
 
-    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
+    def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
         failure, self.fail_next = self.fail_next, None
         if failure:
             raise DependencyUnavailable("the ingestion queue is unavailable") from failure
@@ -618,7 +618,9 @@ class Ports:
         return DeadLetterReconciler(self.jobs, self.dead_letters)
 
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
-        return ExportService(self.store, self.jobs, self.archive, self.tracing, page_bytes=page_bytes)
+        return ExportService(
+            self.store, self.jobs, self.archive, self.tracing, self.store, page_bytes=page_bytes
+        )
 
     def ingest(self, clock: Clock = utc_now) -> IngestService:
         return IngestService(

@@ -4,6 +4,7 @@ contracts ← domain ← api ← wiring, adapters ← wiring; no cycle anywhere 
 """
 
 import ast
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -180,3 +181,33 @@ print(",".join(heavy))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_recall_import_with_offline_embeddings_loads_no_sdk_no_write_path_and_no_idempotency():
+    # The recall function has neither the xray nor (with offline embeddings) the llm layer: its
+    # cold start and its first query embedding must not need them, nor anything of the write path.
+    script = f"""
+import json, os, sys
+for name in ("OPENAI_API_KEY", "MEMORY_LLM_API_KEY_SECRET", "MEMORY_EMBEDDING_PROVIDER", "MEMORY_EMBEDDING_MODEL"):
+    os.environ.pop(name, None)  # the default provider: offline
+os.environ.update(MEMORY_TABLE_NAME="t", AWS_DEFAULT_REGION="us-east-1",
+                  AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
+import importlib.util
+spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/recall/handler.py")!r})
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+from hippocampus import wiring
+wiring.recall_service()
+embedder = wiring.query_embedder()
+embedder.embed(["What does Alice sell?"])  # what the first query does before it reads the table
+prefixes = ("hippocampus.api.write_routes", "hippocampus.api.idempotency", "hippocampus.api.queue_batch",
+            "hippocampus.domain.ingest", "hippocampus.domain.consolidation", "hippocampus.adapters.sqs",
+            "hippocampus.adapters.llm", "hippocampus.adapters.embeddings.openai_embeddings",
+            "hippocampus.adapters.embeddings.bedrock_embeddings",
+            "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parameters",
+            "aws_lambda_powertools.utilities.batch")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx", "opentelemetry")
+               or any(m == prefix or m.startswith(prefix + ".") for prefix in prefixes))
+print(json.dumps({{"provider": embedder.provider, "heavy": heavy}}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout) == {"provider": "offline", "heavy": []}

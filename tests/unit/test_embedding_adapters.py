@@ -12,7 +12,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from hippocampus.adapters.embeddings.bedrock_embeddings import TITAN_V2_DIMENSIONS, BedrockEmbedder
+from hippocampus.adapters.embeddings.bedrock_embeddings import BedrockEmbedder
 from hippocampus.adapters.embeddings.common import MAX_INPUT_BYTES, batches, clip, embed_non_blank, unit
 from hippocampus.adapters.embeddings.factory import make_embedder
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
@@ -23,6 +23,7 @@ from hippocampus.contracts.names import (
     DEFAULT_EMBEDDING_DIMENSIONS,
     DEFAULT_OPENAI_EMBEDDING_MODEL,
     OFFLINE_EMBEDDING_MODEL,
+    TITAN_V2_DIMENSIONS,
 )
 from hippocampus.settings import Settings
 

@@ -6,11 +6,9 @@ import sys
 
 import pytest
 
-from hippocampus.adapters.embeddings import offline
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.contracts import names
 from hippocampus.contracts.ports import Embedder
-from hippocampus.domain import lexical
 
 
 def cos(left, right):
@@ -77,18 +75,3 @@ def test_function_words_and_case_do_not_change_a_vector():
 
 def test_a_text_without_words_is_a_zero_vector():
     assert OfflineEmbedder(dimensions=8).embed(["", "?!", "the of and"]) == [[0.0] * 8] * 3
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Alice's payments were ORDERED; she's paying — don\u2019t forget the orders!",
-        "Café naïve résumé snake_case v2 2024",
-        "What is it that you do?",
-        "",
-    ],
-)
-def test_its_tokens_are_the_lexical_tokens(text):
-    # Adapters may not import the domain, so the embedder keeps its own copy of the tokenizer.
-    assert offline.tokens(text) == lexical.tokenize(text)
-    assert offline.STOPWORDS == lexical.STOPWORDS

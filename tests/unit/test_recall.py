@@ -151,9 +151,9 @@ def test_nothing_crosses_users_or_tenants(ports):
     ingest(ports, {"id": "other", "text": "Stripe, in another tenant.", "infer": False}, tenant="globex")
     assert {r["id"] for r in query(ports, "Stripe")["results"]} <= {"pay", "t1", "t2", "pet", "ship"}
     assert [r["id"] for r in query(ports, "Stripe", user="bob")["results"]] == ["bob"]
-    assert [
-        r["id"] for r in query(ports, "Stripe", tenant="globex")["results"]
-    ] == ["other"]  # the same user id in another tenant is another user
+    assert [r["id"] for r in query(ports, "Stripe", tenant="globex")["results"]] == [
+        "other"
+    ]  # the same user id in another tenant is another user
 
 
 def test_a_deleted_fact_or_user_is_never_returned_again_and_a_replaced_fact_shows_its_new_text(ports):

@@ -19,6 +19,7 @@ from hippocampus.adapters.tracing import make_tracing
 from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
+from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
 from hippocampus.domain.export import ExportService
 from hippocampus.domain.lists import ListService
 from hippocampus.domain.reads import ReadService
@@ -84,7 +85,7 @@ def read_service() -> ReadService:
 
 @lru_cache(maxsize=1)
 def export_service() -> ExportService:
-    return ExportService(memory_store(), job_store(), archive(), _read_tracing())
+    return ExportService(memory_store(), job_store(), archive(), _read_tracing(), episode_store())
 
 
 @lru_cache(maxsize=1)
@@ -101,18 +102,27 @@ def recall_store() -> "DynamoRecallStore":
 
 @lru_cache(maxsize=1)
 def embedder() -> "Embedder | None":
-    """The configured embedding model: built at cold start (a missing key or a size the provider
-    does not offer fails it); no provider SDK is imported until the first call."""
+    """The configured embedding model of the condenser (documents): built at cold start (a missing
+    key or a size the provider does not offer fails it); no provider SDK is imported until the
+    first call."""
     from hippocampus.adapters.embeddings.factory import make_embedder
 
     return make_embedder(get_settings())
 
 
 @lru_cache(maxsize=1)
+def query_embedder() -> "Embedder | None":
+    """The same model for the recall function, with short attempts: both, and the read, fit its timeout."""
+    from hippocampus.adapters.embeddings.factory import make_embedder
+
+    return make_embedder(get_settings(), timeout_s=RECALL_EMBEDDING_TIMEOUT_S)
+
+
+@lru_cache(maxsize=1)
 def recall_service() -> "RecallService":
     from hippocampus.domain.recall import RecallService
 
-    return RecallService(recall_store(), embedder, _read_tracing())
+    return RecallService(recall_store(), query_embedder, _read_tracing())
 
 
 @lru_cache(maxsize=1)
@@ -226,7 +236,7 @@ def recall_handler() -> LambdaHandler:
     from hippocampus.api import recall_routes
 
     get_settings().require("table_name")
-    embedder()  # a bad embedding configuration fails the cold start, naming the variable
+    query_embedder()  # a bad embedding configuration fails the cold start, naming the variable
     return api_function(
         [recall_routes.router],
         recall_routes.direct_actions(recall_service),
@@ -275,6 +285,7 @@ def reset() -> None:
         list_service,
         recall_store,
         embedder,
+        query_embedder,
         recall_service,
         indexer,
         job_queue,

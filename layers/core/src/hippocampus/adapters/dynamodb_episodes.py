@@ -1,6 +1,6 @@
 """EpisodeStore on the DynamoDB table: one item per condensed turn, in the user's partition.
 
-`EPISODE#<accepted ms>#<job id>` sorts them by acceptance, so the newest come first in a query.
+`EPISODE#<accepted ms>#<place in its request>#<job id>` sorts them by acceptance, so the newest come first in a query.
 Each carries the user's generation (a delete's sweep removes the older ones, and reads never show
 them) and the TTL of the raw payloads it was rendered from (docs/architecture.md "Storage layout").
 """
@@ -26,7 +26,9 @@ from hippocampus.contracts.recall import Episode
 
 
 def episode_sk(episode: Episode) -> str:
-    return f"{EPISODE_PREFIX}{int(episode.created_at.timestamp() * 1000):013d}#{episode.job_id}"
+    """`EPISODE#<accepted, ms>#<place in its request>#<job id>`: in acceptance order."""
+    accepted_ms = int(episode.created_at.timestamp() * 1000)
+    return f"{EPISODE_PREFIX}{accepted_ms:013d}#{episode.position:03d}#{episode.job_id}"
 
 
 def episode_put(
@@ -44,6 +46,7 @@ def episode_put(
         "metadata": json.dumps(episode.metadata, separators=(",", ":")),
         "additional_metadata": json.dumps(episode.additional_metadata, separators=(",", ":")),
         "created_at": iso(episode.created_at),
+        "position": episode.position,
         "generation": generation,
         TTL: table.epoch() + ttl_s,
     }
@@ -63,6 +66,7 @@ def episode_of(raw: dict[str, Any]) -> Episode:
         metadata=json.loads(item.get("metadata") or "{}"),
         additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
         created_at=item["created_at"],
+        position=int(item.get("position", 0)),
     )
 
 

@@ -41,8 +41,9 @@ class SqsJobQueue:
                     f"the queue rejected {len(response['Failed'])} message(s): {codes}"
                 )
 
-    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
-        message = IndexMessage(tenant_id=tenant_id, user_id=user_id, requested_at=datetime.now(UTC))
+    def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
+        now = datetime.now(UTC)
+        message = IndexMessage(tenant_id=tenant_id, user_id=user_id, requested_at=now, everything=everything)
         try:
             self._client().send_message(
                 QueueUrl=self._queue_url,

@@ -52,11 +52,11 @@ def condenser_function(
 
 def parse_records(
     records: Iterable[SQSRecord],
-) -> tuple[list[QueuedItem], dict[str, tuple[str, str]], set[str]]:
+) -> tuple[list[QueuedItem], dict[str, tuple[str, str, bool]], set[str]]:
     """Queue records → items to condense, index requests (the user by message id), and the
     records whose body cannot be parsed (they fail, and end in the DLQ)."""
     items: list[QueuedItem] = []
-    index_requests: dict[str, tuple[str, str]] = {}
+    index_requests: dict[str, tuple[str, str, bool]] = {}
     unreadable: set[str] = set()
     for record in records:
         try:
@@ -64,7 +64,7 @@ def parse_records(
         except ValidationError:
             request = _index_request(record.body)
             if request is not None:
-                index_requests[record.message_id] = (request.tenant_id, request.user_id)
+                index_requests[record.message_id] = (request.tenant_id, request.user_id, request.everything)
                 continue
             logger.error("unreadable queue message", extra={"message_id": record.message_id})
             unreadable.add(record.message_id)

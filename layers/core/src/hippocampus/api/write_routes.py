@@ -98,7 +98,7 @@ def direct_actions(
 
     def ingest_items(request: DirectInvocation, context: LambdaContext) -> JSON:
         user_id = require(request.user_id, "user_id")
-        items = IngestRequest.model_validate({"items": request.items})
+        items = IngestRequest.model_validate({"items": request.items, "upsert": request.upsert})
         request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
         jobs = ingest()(request.tenant_id, user_id, items, request_id, request.idempotency_key, context)
         return jobs.model_dump(mode="json")

@@ -1,12 +1,9 @@
 """Pydantic models of the API contract (docs/api.md), the queue message and the direct-invoke payload."""
 
-import json
-import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -15,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from hippocampus.contracts.json_values import max_json_bytes
 from hippocampus.contracts.limits import (
     DEFAULT_HISTORY_LIMIT,
     IDENTIFIER_PATTERN,
@@ -25,7 +23,6 @@ from hippocampus.contracts.limits import (
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_ITEMS,
     MAX_METADATA_BYTES,
-    MAX_METADATA_DEPTH,
     MAX_PAIRS,
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
@@ -35,31 +32,6 @@ from hippocampus.contracts.limits import (
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 
 JobStatus = Literal["queued", "processing", "completed", "failed", "skipped"]
-
-
-def compact_json_size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _check_json_value(value: Any, depth: int = 1) -> None:
-    """Plain JSON only: bounded nesting (it is echoed back in every read) and finite numbers."""
-    if depth > MAX_METADATA_DEPTH:
-        raise ValueError(f"must be nested at most {MAX_METADATA_DEPTH} levels deep")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("numbers must be finite (no NaN or Infinity)")
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for child in children:
-        _check_json_value(child, depth + 1)
-
-
-def _max_json_bytes(limit: int) -> AfterValidator:
-    def check(value: dict[str, Any]) -> dict[str, Any]:
-        _check_json_value(value)
-        if compact_json_size(value) > limit:
-            raise ValueError(f"must be at most {limit} bytes as compact JSON")
-        return value
-
-    return AfterValidator(check)
 
 
 class Record(BaseModel):
@@ -100,8 +72,8 @@ class IngestItem(Model):
     custom_instructions: (
         Annotated[str, StringConstraints(max_length=MAX_CUSTOM_INSTRUCTIONS_CHARS)] | None
     ) = None
-    metadata: Annotated[dict[str, Any], _max_json_bytes(MAX_METADATA_BYTES)] = Field(default_factory=dict)
-    additional_metadata: Annotated[dict[str, Any], _max_json_bytes(MAX_ADDITIONAL_METADATA_BYTES)] = Field(
+    metadata: Annotated[dict[str, Any], max_json_bytes(MAX_METADATA_BYTES)] = Field(default_factory=dict)
+    additional_metadata: Annotated[dict[str, Any], max_json_bytes(MAX_ADDITIONAL_METADATA_BYTES)] = Field(
         default_factory=dict
     )
     # Left out of a dump while unset: an item without them hashes (its job id, an Idempotency-Key's
@@ -203,6 +175,26 @@ class HistoryResponse(Record):
     versions: list[HistoryVersion]
 
 
+# What an episode keeps of a turn's rendered text: 30 of them must fit one DynamoDB transaction
+# (4 MB) with the memory version they belong to.
+EPISODE_MAX_CHARS = 16_000
+
+
+class Episode(Record):
+    """One condensed turn, kept searchable until its payload's retention ends (docs/api.md "Episodes")."""
+
+    id: str  # the item's id
+    job_id: str
+    text: str  # rendered: `User: …` / `Assistant: …` lines, markdown as written
+    title: str | None = None
+    is_markdown: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    additional_metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime  # when the turn was accepted
+    # Its place in its request: turns accepted together are ordered by it (not part of the API).
+    position: int = Field(0, exclude=True)
+
+
 class ExportDocument(Record):
     """Everything stored about one user (docs/api.md "Export"); long exports come in pages."""
 
@@ -213,6 +205,7 @@ class ExportDocument(Record):
     items: list[dict[str, Any]]  # the turns accepted, as sent, while their payloads are kept
     history: list[HistoryVersion]  # past versions of the summary, newest first
     jobs: list[Job]  # every ingestion job kept, oldest first
+    episodes: list[Episode]  # the condensed turns kept for recall, oldest first
     next_cursor: str | None  # the next page, or None: nothing more
 
 
@@ -282,5 +275,6 @@ class DirectInvocation(Model):
     idempotency_key: (
         Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None
     ) = None
+    upsert: bool = True  # `ingest`: false keeps an existing fact id (docs/api.md "Ingest")
     # The body of `query_memory` and `get_context`, as the HTTP routes take it (docs/api.md "Recall").
     request: dict[str, Any] | None = None

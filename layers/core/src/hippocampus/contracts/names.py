@@ -31,6 +31,10 @@ VISIBILITY_TO_TIMEOUT_RATIO: Final = 6
 # `condensation_budget_s`), plus the reads and the conditional write.
 CONDENSER_TIMEOUT_S: Final = 120
 INGEST_TIMEOUT_S: Final = 15
+# The recall function embeds the query once, each attempt within RECALL_EMBEDDING_TIMEOUT_S, and
+# retried once: both attempts and the partition's read fit its timeout.
+RECALL_TIMEOUT_S: Final = 10
+RECALL_EMBEDDING_TIMEOUT_S: Final = 3.0
 # A request writing a user's facts holds them this long at most: longer than the ingest function
 # can run, so a holder never outlives its hold (docs/api.md "Limits").
 FACT_WRITE_LEASE_S: Final = INGEST_TIMEOUT_S + 5
@@ -64,6 +68,8 @@ DEFAULT_OPENAI_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 DEFAULT_BEDROCK_EMBEDDING_MODEL: Final = "amazon.titan-embed-text-v2:0"
 OFFLINE_EMBEDDING_MODEL: Final = "offline-hashed-v1"
 DEFAULT_EMBEDDING_DIMENSIONS: Final = 256
+# The sizes Amazon Titan Text Embeddings V2 makes.
+TITAN_V2_DIMENSIONS: Final = (256, 512, 1024)
 
 # Resource base names: `resource_name(stage, base)` gives `hippocampus-<stage>-<base>`.
 TABLE_NAME: Final = "memory"

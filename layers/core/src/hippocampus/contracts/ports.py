@@ -270,9 +270,10 @@ class ArchiveStore(Protocol):
 class JobQueue(Protocol):
     def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None: ...
 
-    def request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
-        """Ask the condenser to embed the user's new facts (once per request); raises
-        DependencyUnavailable when the queue is."""
+    def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
+        """Ask the condenser to embed the user's documents without a vector (once per request;
+        `everything`: every episode too, not only the newest); raises DependencyUnavailable when
+        the queue is."""
         ...
 
 

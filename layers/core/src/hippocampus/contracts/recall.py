@@ -5,7 +5,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from hippocampus.contracts.models import Fact, Model, Record
+from hippocampus.contracts.models import EPISODE_MAX_CHARS, Episode, Fact, Model, Record
+
+__all__ = ["EPISODE_MAX_CHARS", "Episode"]
 
 DocumentType = Literal["fact", "episode"]
 
@@ -18,9 +20,6 @@ MAX_CONTEXT_WORDS = 2_000
 DEFAULT_CONTEXT_WORDS = 300
 MAX_LIST_LIMIT = 100
 DEFAULT_LIST_LIMIT = 20
-# What an episode keeps of a turn's rendered text: 30 of them must fit one DynamoDB transaction
-# (4 MB) with the memory version they belong to.
-EPISODE_MAX_CHARS = 16_000
 
 _SCALARS = (str, int, float, bool)
 
@@ -41,19 +40,6 @@ FilterValue = Annotated[Any, AfterValidator(_filter_value)]
 
 def _both_types() -> list[DocumentType]:
     return ["fact", "episode"]
-
-
-class Episode(Record):
-    """One condensed turn, kept searchable until its payload's retention ends (docs/api.md "Episodes")."""
-
-    id: str  # the item's id
-    job_id: str
-    text: str  # rendered: `User: …` / `Assistant: …` lines, markdown as written
-    title: str | None = None
-    is_markdown: bool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    additional_metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime  # when the turn was accepted
 
 
 class QueryRequest(Model):
@@ -136,3 +122,5 @@ class IndexMessage(Record):
     tenant_id: str
     user_id: str
     requested_at: datetime
+    # Every episode, not only the newest (a re-index after a model change: tools/reindex.py).
+    everything: bool = False

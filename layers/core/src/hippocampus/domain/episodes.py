@@ -33,4 +33,5 @@ def episode_of(message: CondenseMessage, item: IngestItem) -> Episode:
         metadata=item.metadata,
         additional_metadata=item.additional_metadata,
         created_at=message.queued_at,
+        position=message.raw_index,
     )

@@ -16,13 +16,13 @@ from pydantic import BaseModel
 
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import ExportDocument
-from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, Tracing
+from hippocampus.contracts.ports import ArchiveStore, EpisodeStore, JobStore, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
 from hippocampus.domain.reads import memory_body
 from hippocampus.observability import MetricName, record_metric
 
-SECTIONS = ("items", "history", "jobs")
+SECTIONS = ("items", "history", "jobs", "episodes")
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,11 @@ class ExportService:
         jobs: JobStore,
         archive: ArchiveStore,
         tracing: Tracing,
+        episodes: EpisodeStore,
         clock: Clock = utc_now,
         page_bytes: int = EXPORT_PAGE_BYTES,
     ) -> None:
+        self._episodes = episodes
         self._store = store
         self._jobs = jobs
         self._archive = archive
@@ -99,6 +101,7 @@ class ExportService:
             items=page["items"],
             history=page["history"],
             jobs=page["jobs"],
+            episodes=page["episodes"],
             next_cursor=encode_cursor(*resume) if resume is not None else None,
         )
 
@@ -107,7 +110,7 @@ class ExportService:
     ) -> Iterator[_Entry]:
         """Every entry after `after`, section by section; a section is read only when reached."""
         start_section, start_key = after
-        readers = (self._items, self._history, self._job_entries)
+        readers = (self._items, self._history, self._job_entries, self._episode_entries)
         for section in range(start_section, len(SECTIONS)):
             for entry in readers[section](tenant_id, user_id, generation):
                 if section > start_section or entry.key > start_key:
@@ -133,4 +136,10 @@ class ExportService:
         with self._tracing.span("dynamodb.list_user_jobs", tenant_id=tenant_id):
             jobs = self._jobs.list_user_jobs(tenant_id, user_id)
         entries = [_entry(2, f"{job.created_at.isoformat()}|{job.job_id}", job) for job in jobs]
+        return sorted(entries, key=lambda entry: entry.key)
+
+    def _episode_entries(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        with self._tracing.span("dynamodb.episodes", tenant_id=tenant_id):
+            episodes = self._episodes.episodes(tenant_id, user_id, generation)
+        entries = [_entry(3, f"{e.created_at.isoformat()}|{e.position:03d}|{e.job_id}", e) for e in episodes]
         return sorted(entries, key=lambda entry: entry.key)

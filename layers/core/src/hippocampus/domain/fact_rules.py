@@ -5,8 +5,9 @@ before anything is written: the fact limits, and which facts `upsert: false` lea
 from collections.abc import Sequence
 
 from hippocampus.contracts.errors import LimitExceeded
+from hippocampus.contracts.json_values import compact_json_size
 from hippocampus.contracts.limits import MAX_FACT_BYTES_PER_USER, MAX_FACTS_PER_USER
-from hippocampus.contracts.models import Fact, IngestItem, JobError, compact_json_size
+from hippocampus.contracts.models import Fact, IngestItem, JobError
 
 FACT_FIELDS = {"id", "text", "metadata", "additional_metadata", "title", "is_markdown"}
 # What one fact adds to the stored item besides its fields (keys, generation, timestamps).

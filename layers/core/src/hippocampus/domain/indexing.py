@@ -14,6 +14,7 @@ from hippocampus.observability import MetricName, logger, record_metric
 # How far back among a user's episodes a pass looks for ones without a vector (a condensation
 # writes 30 at most; the rest of the history waits for a re-index: docs/operations.md "Recall").
 RECENT_EPISODES = 100
+ALL_EPISODES = 10_000  # more than MEMORY_MAX_EPISODES can keep
 # Texts per embedding call, so one call stays well inside the provider's request limits.
 EMBED_BATCH = 64
 
@@ -66,15 +67,19 @@ User = tuple[str, str]
 def index_users(
     indexer: Indexer,
     condensed: Iterable[User],
-    requested: Mapping[str, User],
+    requested: Mapping[str, tuple[str, str, bool]],
     remaining_ms: Callable[[], int],
 ) -> set[str]:
     """After a batch: index the users it condensed (a failure is only logged: their next pass
-    retries) and the users whose facts asked for it by message (`requested`, by message id: a
-    failure, or no time left, makes those messages come back). Returns the messages to retry."""
+    retries) and the users asked for by message (`requested`: tenant, user and whether every
+    episode is, by message id; a failure, or no time left, makes those messages come back).
+    Returns the messages to retry."""
     asked: dict[User, list[str]] = {}
-    for message_id, user in requested.items():
-        asked.setdefault(user, []).append(message_id)
+    everything: set[User] = set()
+    for message_id, (tenant_id, user_id, all_episodes) in requested.items():
+        asked.setdefault((tenant_id, user_id), []).append(message_id)
+        if all_episodes:
+            everything.add((tenant_id, user_id))
     retry: set[str] = set()
     for user in dict.fromkeys([*asked, *condensed]):
         if remaining_ms() < INDEX_TIME_MS:
@@ -83,7 +88,7 @@ def index_users(
             indexer.index_quietly(*user)
         else:
             try:
-                indexer.index_user(*user)
+                indexer.index_user(*user, ALL_EPISODES if user in everything else RECENT_EPISODES)
             except Exception as error:
                 record_metric(MetricName.INDEXING_FAILED)
                 logger.warning(

@@ -40,16 +40,17 @@ class ListService:
         with self._tracing.span("dynamodb.list_episodes", tenant_id=tenant_id):
             generation = self._store.read_generation(tenant_id, user_id)
             page, more = self._episodes.list_episodes(tenant_id, user_id, generation, limit, after)
-        next_cursor = (
-            encode_position([page[-1].created_at.isoformat(), page[-1].job_id]) if more and page else None
-        )
+        next_cursor = None
+        if more and page:
+            last = page[-1]
+            next_cursor = encode_position([last.created_at.isoformat(), last.position, last.job_id])
         return EpisodeList(episodes=page, next_cursor=next_cursor)
 
 
 def _episode_position(cursor: str) -> Episode:
     """The episode a cursor points after (only its time and job id matter)."""
-    created_at, job_id = decode_position(cursor, (str, str))
-    return Episode(id="", job_id=job_id, text="", created_at=_instant(created_at))
+    created_at, position, job_id = decode_position(cursor, (str, int, str))
+    return Episode(id="", job_id=job_id, text="", created_at=_instant(created_at), position=position)
 
 
 def _instant(value: str) -> datetime:

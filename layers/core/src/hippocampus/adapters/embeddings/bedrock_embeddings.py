@@ -13,11 +13,14 @@ from hippocampus.adapters.embeddings.common import EMBEDDING_TIMEOUT_S, embed_no
 from hippocampus.adapters.llm.attempts import call_in_time
 from hippocampus.adapters.llm.bedrock import _is_transient as is_transient
 from hippocampus.contracts.errors import ConfigurationError
-from hippocampus.contracts.names import DEFAULT_BEDROCK_EMBEDDING_MODEL, DEFAULT_EMBEDDING_DIMENSIONS
+from hippocampus.contracts.names import (
+    DEFAULT_BEDROCK_EMBEDDING_MODEL,
+    DEFAULT_EMBEDDING_DIMENSIONS,
+    TITAN_V2_DIMENSIONS,
+)
 
 RETRIES = 1
 # The only output sizes Titan Text Embeddings V2 offers.
-TITAN_V2_DIMENSIONS = (256, 512, 1024)
 
 
 class BedrockEmbedder:

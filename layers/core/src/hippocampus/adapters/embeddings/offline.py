@@ -7,19 +7,16 @@ with blake2b — the same in every process, unlike Python's salted hash() — to
 slots with a sign, so collisions cancel out on average instead of adding up; the sum is
 L2-normalised. No numpy: a few hundred floats per text.
 
-The tokens are those of hippocampus.domain.lexical (the same words, stopwords and stems), kept here
-rather than imported: adapters do not import the domain (tests/unit/test_architecture.py), and
-tests/unit/test_offline_embedder.py checks that both give the same tokens.
+The stems are lexical ranking's (domain/lexical.py): both take their tokens from
+hippocampus.contracts.words.
 """
 
 import hashlib
 import math
-import re
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-import snowballstemmer  # type: ignore[import-untyped]  # pure Python, ships no type hints
-
+from hippocampus.contracts import words
 from hippocampus.contracts.names import DEFAULT_EMBEDDING_DIMENSIONS, OFFLINE_EMBEDDING_MODEL
 
 # A stem's trigrams together weigh as much as the stem itself: "payment" and "paying" (stems
@@ -27,33 +24,10 @@ from hippocampus.contracts.names import DEFAULT_EMBEDDING_DIMENSIONS, OFFLINE_EM
 # and 1 ranked alike (within a point of recall), and 1 brings variants closest.
 TRIGRAM_WEIGHT: Final = 1.0
 
-# The same list as hippocampus.domain.lexical.STOPWORDS (a test keeps them equal).
-STOPWORDS: Final = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before
-    being below between both but by can can't could couldn't did didn't do does doesn't doing don't
-    down during each few for from further had hadn't has hasn't have haven't having he he'd he'll
-    he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is
-    isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or
-    other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't
-    so some such than that that's the their theirs them themselves then there there's these they
-    they'd they'll they're they've this those through to too under until up very was wasn't we we'd
-    we'll we're we've were weren't what what's when when's where where's which while who who's whom
-    why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself
-    yourselves""".split()  # noqa: SIM905 - a word list reads better as text
-)
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-_STEMMER = snowballstemmer.stemmer("english")
-
-
-def tokens(text: str) -> list[str]:
-    """Lowercase unicode words without stopwords, stemmed (as hippocampus.domain.lexical.tokenize)."""
-    words = _WORD.findall(text.lower().replace("\u2019", "'"))
-    return [_STEMMER.stemWord(word) for word in words if word not in STOPWORDS]
-
 
 def features(text: str) -> Iterator[tuple[str, float]]:
     """(feature, weight) pairs of a text: each stem, then its trigrams sharing TRIGRAM_WEIGHT."""
-    for stem in tokens(text):
+    for stem in words.tokens(text):
         yield "w:" + stem, 1.0
         marked = f"<{stem}>"
         trigrams = [marked[start : start + 3] for start in range(len(marked) - 2)]

@@ -1,0 +1,138 @@
+"""Each function role's grants: what it touches, nothing more (docs/operations.md "What the functions may do").
+
+Plain functions of a role and the resources; the event sources and the schedule stay with the
+functions (`infra.functions`), which call these once per role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+
+from hippocampus.contracts import names as schema
+from infra.config import DeploymentConfig
+from infra.nag import acknowledge, nag_text
+from infra.queueing import Queueing
+from infra.storage import Storage
+
+# Geographic prefixes of Bedrock cross-region inference profile ids (us.anthropic.claude-…).
+_INFERENCE_PROFILE_PREFIXES: Final = ("us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.")
+# Secrets Manager appends six random characters to a secret's name in its ARN.
+_ARN_NAME_SUFFIX: Final = "-??????"
+
+
+def objects(role: iam.IRole, bucket: s3.IBucket, prefix: str, actions: Sequence[str]) -> None:
+    """`actions` on the objects under `prefix` only."""
+    resource = bucket.arn_for_objects(prefix + "*")
+    role.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=[resource]))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_text(role, resource)}]",
+        f"Object keys under {prefix} are per tenant, user and job, created at run time; the prefix "
+        f"is the narrowest ARN that covers them, and only {' and '.join(actions)} "
+        f"{'is' if len(actions) == 1 else 'are'} allowed there.",
+    )
+
+
+def list_prefixes(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+    """s3:ListBucket, for keys under `prefixes` only."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [prefix + "*" for prefix in prefixes]}},
+        )
+    )
+
+
+def grant_get_memory(role: iam.IRole, storage: Storage) -> None:
+    storage.table.grant_read_data(role)
+    # The export gives back the turns as sent (raw/) besides the history.
+    objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:GetObject"])
+    objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
+    list_prefixes(role, storage.bucket, [schema.HISTORY_PREFIX, schema.RAW_PREFIX])
+
+
+def grant_ingest(role: iam.IRole, storage: Storage, queueing: Queueing) -> None:
+    storage.table.grant_read_write_data(role)
+    objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
+    # PUT archives the version it writes; DELETE of a user erases their history too.
+    objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
+    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
+    queueing.queue.grant_send_messages(role)
+
+
+def grant_condenser_storage(role: iam.IRole, storage: Storage) -> None:
+    storage.table.grant_read_write_data(role)
+    # It reads accepted payloads and archives versions; it erases what landed after a DELETE of
+    # the user swept the prefix: the payload of an item it skips, its own copy of a version.
+    objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
+    objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
+    # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
+    # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item
+    # until the DLQ instead of making it `skipped`. For that check S3 evaluates s3:prefix as
+    # the requested key, so a raw/-scoped ListBucket is enough (history/ is never read here).
+    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX])
+
+
+def grant_recall(role: iam.IRole, storage: Storage) -> None:
+    # One user's partition, read with Query (and GetItem): no Scan, no BatchGetItem, no write.
+    storage.table.grant(role, "dynamodb:Query", "dynamodb:GetItem")
+
+
+def grant_condenser_models(
+    role: iam.IRole, config: DeploymentConfig, secret: secretsmanager.ISecret | None
+) -> None:
+    """The LLM and the embedding model the condenser calls: by IAM (bedrock) or through the key (openai)."""
+    if config.llm_provider == "bedrock":
+        grant_bedrock(role, config.resolved_llm_model)
+    if config.resolved_embedding_provider == "bedrock":
+        grant_bedrock(role, config.resolved_embedding_model)
+    if secret is not None:  # openai, for the LLM or the embeddings (one key for both)
+        grant_secret_value(role, secret)
+
+
+def grant_embeddings(
+    role: iam.IRole, config: DeploymentConfig, secret: secretsmanager.ISecret | None
+) -> None:
+    """The embedding model only: offline and none call nothing."""
+    provider = config.resolved_embedding_provider
+    if provider == "bedrock":
+        grant_bedrock(role, config.resolved_embedding_model)
+    elif provider == "openai":
+        assert secret is not None, "an openai deployment always names its secret"
+        grant_secret_value(role, secret)
+
+
+def grant_secret_value(role: iam.IRole, secret: secretsmanager.ISecret) -> None:
+    """secretsmanager:GetSecretValue on the one secret (what the functions call; no DescribeSecret)."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["secretsmanager:GetSecretValue"], resources=[secret.secret_arn + _ARN_NAME_SUFFIX]
+        )
+    )
+
+
+def grant_bedrock(role: iam.IRole, model: str) -> None:
+    """bedrock:InvokeModel (which also authorises the Converse API) on the configured model only."""
+    stack = cdk.Stack.of(role)
+    bedrock = f"arn:{stack.partition}:bedrock"
+    resources = (
+        [model] if model.startswith("arn:") else [f"{bedrock}:{stack.region}::foundation-model/{model}"]
+    )
+    if model.startswith(_INFERENCE_PROFILE_PREFIXES):
+        # A cross-region inference profile routes to the model in any region of its geography.
+        regional = f"{bedrock}:*::foundation-model/{model.split('.', 1)[1]}"
+        resources = [f"{bedrock}:{stack.region}:{stack.account}:inference-profile/{model}", regional]
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::{nag_text(role, regional)}]",
+            "A cross-region inference profile invokes the same foundation model in whichever region "
+            "of its geography has capacity; the model id stays fixed, only the region is open.",
+        )
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources))

@@ -1,0 +1,140 @@
+"""Recall through the real handlers and adapters, with moto standing in for AWS: episodes and
+vectors in DynamoDB, the query and context routes of the recall function (docs/api.md "Recall")."""
+
+from typing import Any
+
+import boto3
+import pytest
+
+from hippocampus.adapters.dynamodb_table import user_pk
+
+T, U = "acme", "alice"
+MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
+
+
+def ingest(service: Any, items: list[dict[str, Any]], memory: str = MEMORY) -> None:
+    assert service.call("POST", memory, {"items": items}).status == 202
+
+
+def query(service: Any, text: str, memory: str = MEMORY, **options: Any) -> dict[str, Any]:
+    response = service.call("POST", memory + "/query", {"query": text, **options})
+    assert response.status == 200, response.body
+    body: dict[str, Any] = response.body
+    return body
+
+
+@pytest.fixture
+def seeded(service: Any) -> Any:
+    ingest(
+        service,
+        [
+            {"id": "pay", "text": "Pays every supplier through Stripe invoices.", "infer": False},
+            {"id": "pet", "text": "Has a golden retriever called Biscuit.", "infer": False, "title": "pet"},
+            {"id": "ship", "text": "Ships candles to **Canada**.", "infer": False, "is_markdown": True},
+        ],
+    )
+    ingest(
+        service,
+        [
+            {
+                "id": "t1",
+                "user_assistant_pairs": [{"user": "We moved our payments to Adyen.", "assistant": "Noted."}],
+            },
+            {"id": "t2", "text": "The shop opens a second store in Lyon.", "metadata": {"channel": "web"}},
+        ],
+    )
+    assert service.drain() >= 3  # two turns and the facts' index request
+    return service
+
+
+def test_facts_and_episodes_get_their_vectors_in_the_table(seeded: Any, aws: Any) -> None:
+    items = boto3.client("dynamodb").query(
+        TableName=aws.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": user_pk(T, U)}},
+    )["Items"]
+    documents = [item for item in items if item["sk"]["S"].startswith(("FACT#", "EPISODE#"))]
+    assert len(documents) == 5
+    assert {item["vector_model"]["S"] for item in documents} == {"offline-hashed-v1@256"}
+    assert all(len(item["vector"]["B"]) == 512 for item in documents)  # 256 half-precision floats
+
+
+def test_the_right_item_comes_first_for_exact_words_and_word_variants(seeded: Any) -> None:
+    assert query(seeded, "Stripe")["results"][0]["id"] == "pay"
+    assert query(seeded, "paying suppliers")["results"][0]["id"] == "pay"
+    assert query(seeded, "stores Lyon")["results"][0]["id"] == "t2"
+    assert query(seeded, "Canada shipping")["results"][0]["id"] == "ship"
+    body = query(seeded, "Stripe")
+    assert body["retrieval"]["lexical_only"] is False and body["version"] == 1
+
+
+def test_filters_types_and_the_memory_flag(seeded: Any) -> None:
+    assert [
+        r["id"] for r in query(seeded, "Lyon store", metadata_filters={"channel": ["web", "app"]})["results"]
+    ] == ["t2"]
+    assert {r["type"] for r in query(seeded, "payments Stripe Adyen", types=["episode"])["results"]} == {
+        "episode"
+    }
+    assert query(seeded, "Stripe", include_memory=False)["memory"] is None
+
+
+def test_another_users_items_never_appear(seeded: Any) -> None:
+    other = "/v1/tenants/acme/users/bob/memory"
+    ingest(seeded, [{"id": "bob-pay", "text": "Bob pays with Stripe too.", "infer": False}], other)
+    seeded.drain()
+    assert {r["id"] for r in query(seeded, "Stripe")["results"]} <= {"pay", "pet", "ship", "t1", "t2"}
+    assert [r["id"] for r in query(seeded, "Stripe", other)["results"]] == ["bob-pay"]
+
+
+def test_delete_then_query_returns_nothing_and_a_replaced_fact_shows_its_new_text(seeded: Any) -> None:
+    ingest(seeded, [{"id": "pay", "text": "Pays suppliers by bank transfer now.", "infer": False}])
+    seeded.drain()
+    assert [r["text"] for r in query(seeded, "pays suppliers")["results"] if r["id"] == "pay"] == [
+        "Pays suppliers by bank transfer now."
+    ]
+    assert seeded.call("DELETE", MEMORY + "/facts/pet").status == 204
+    assert "pet" not in {r["id"] for r in query(seeded, "golden retriever")["results"]}
+    assert seeded.call("DELETE", MEMORY).status == 204
+    assert query(seeded, "Stripe Adyen Lyon candles retriever")["results"] == []
+    assert seeded.call("GET", MEMORY + "/episodes").body["episodes"] == []
+
+
+def test_the_context_block_and_the_lists(seeded: Any) -> None:
+    body = seeded.call(
+        "POST", MEMORY + "/context", {"query": "how does the user pay suppliers?", "max_words": 40}
+    ).body
+    assert body["word_count"] <= 40 and body["sources"][0]["type"] == "memory"
+    assert {"type": "fact", "id": "pay"} in body["sources"]
+    episodes = seeded.call("GET", MEMORY + "/episodes", query={"limit": "1"}).body
+    assert [e["id"] for e in episodes["episodes"]] == ["t2"] and episodes["next_cursor"]
+    rest = seeded.call("GET", MEMORY + "/episodes", query={"cursor": episodes["next_cursor"]}).body
+    assert [e["id"] for e in rest["episodes"]] == ["t1"] and rest["next_cursor"] is None
+    facts = seeded.call("GET", MEMORY + "/facts").body["facts"]
+    assert {f["id"] for f in facts} == {"pay", "pet", "ship"}
+
+
+def test_a_bad_body_is_a_422_envelope(seeded: Any) -> None:
+    response = seeded.call("POST", MEMORY + "/query", {"query": "x", "top_k": 0})
+    assert response.status == 422 and response.body["error"]["details"][0]["field"] == "top_k"
+
+
+def test_a_tenant_is_reindexed_after_a_model_change(seeded: Any, aws: Any, monkeypatch: Any) -> None:
+    from hippocampus import wiring
+    from hippocampus.adapters.sqs import SqsJobQueue
+    from tests.support.lambda_harness import Service
+    from tools.reindex import reindex
+
+    monkeypatch.setenv("MEMORY_EMBEDDING_DIMENSIONS", "128")  # another size: another model
+    wiring.reset()
+    service = Service(aws.queue_url, boto3.client("sqs"))
+    assert query(service, "Stripe")["retrieval"]["lexical_only"]  # old vectors are not compared
+    dynamodb, sqs = boto3.client("dynamodb"), boto3.client("sqs")
+    assert reindex(dynamodb, SqsJobQueue(aws.queue_url, lambda: sqs), aws.table_name, T) == 1
+    assert service.drain() == 1
+    models = {
+        item["vector_model"]["S"]
+        for item in dynamodb.scan(TableName=aws.table_name)["Items"]
+        if item["sk"]["S"].startswith(("FACT#", "EPISODE#"))
+    }
+    assert models == {"offline-hashed-v1@128"}
+    assert not query(service, "Stripe")["retrieval"]["lexical_only"]
