@@ -156,6 +156,10 @@ def main() -> None:
                 ]
                 * RUNS,
                 "ingest: import + first POST of one turn (target <= 2x)": posts,
+                "recall: import + first POST query (target <= 2x)": [
+                    handler_request("recall", EVENTS / "api_post_query.json", 200)
+                ]
+                * RUNS,
             }
             print(
                 f"cold start, best of {RUNS} fresh processes (python {sys.version.split()[0]}), moto on 127.0.0.1"

@@ -11,18 +11,15 @@ Prints p50 and p95 of each and their ratio to the baseline (target <= 1.2x, READ
 Figures only, no assertions: `make bench` runs it.
 """
 
-import contextlib
 import os
 import statistics
-import subprocess
-import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.moto_server import free_port, function_environment, wait_for
+from bench.moto_server import function_environment, moto_process, percentile, quiet_stdout
 from hippocampus.adapters.dynamodb_table import user_pk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,25 +27,6 @@ TENANT, USER = "acme", "warm-reader"
 FACTS = 20
 ROUNDS = 400
 WARMUP = 30
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Send the handler's log lines and EMF blobs to /dev/null (Lambda ships them off-process)."""
-    saved = os.dup(1)
-    with Path(os.devnull).open("w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
 
 
 def seed(call: Callable[..., Any]) -> None:
@@ -65,22 +43,11 @@ def seed(call: Callable[..., Any]) -> None:
 
 
 def main() -> None:
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(endpoint)
+    with moto_process() as endpoint:
         environment = function_environment(endpoint, ROOT)
         # This process is the function's execution environment: Lambda's variables, metrics on.
         os.environ.update(environment, POWERTOOLS_METRICS_DISABLED="false")  # noqa: TID251
         measure(endpoint, environment["MEMORY_TABLE_NAME"])
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def measure(endpoint: str, table: str) -> None:

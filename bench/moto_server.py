@@ -5,7 +5,12 @@ children reach them through boto3's `AWS_ENDPOINT_URL` with dummy credentials, a
 stack's functions do.
 """
 
+import contextlib
+import os
 import socket
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from local_stack import aws as local_aws
@@ -54,3 +59,42 @@ def wait_for(endpoint: str, timeout_s: float = 20) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def moto_process() -> Iterator[str]:
+    """The local stack's moto (with its fixes: one DynamoDB request at a time, queries of one
+    partition) in a process of its own, so its CPU is not the benchmark's; its endpoint."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    serve = f"from local_stack.moto_endpoint import MotoEndpoint; import time; MotoEndpoint({port}).start(); time.sleep(1e9)"
+    server = subprocess.Popen(
+        [sys.executable, "-c", serve],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(endpoint)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Send the handlers' log lines and EMF blobs to /dev/null (Lambda ships them off-process)."""
+    saved = os.dup(1)
+    with Path(os.devnull).open("w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]

@@ -48,7 +48,7 @@ def test_a_sigkill_loses_nothing_acknowledged(llm, tmp_path: Path) -> None:
     second = LocalStackProcess(tmp_path / "second.log", environment, concurrency=1).start()
     try:
         api = Api(second.url, diagnostics=lambda: second.log_tail(40))
-        assert "2 messages restored" in second.log_text()
+        assert "3 messages restored" in second.log_text()  # two turns, the fact's index request
         assert [f["id"] for f in api.memory(tenant, user)["facts"]] == ["pref"]
         assert api.job(tenant, fact["job_id"])["status"] == "completed"
         for job, owner, word in ((turn, user, queued), (running, busy, cut_short)):

@@ -17,6 +17,10 @@ EXPECTED_STATUS = {
     "api_put_memory.json": ("ingest", 200),
     "api_delete_memory.json": ("ingest", 204),
     "api_delete_fact.json": ("ingest", 204),
+    "api_post_query.json": ("recall", 200),
+    "api_post_context.json": ("recall", 200),
+    "api_get_facts.json": ("get_memory", 200),
+    "api_get_episodes.json": ("get_memory", 200),
 }
 
 EXPECTED_DIRECT = {
@@ -41,6 +45,19 @@ EXPECTED_DIRECT = {
     ),
     "invoke_delete_memory.json": ("ingest", lambda body: body == {}),
     "invoke_delete_fact.json": ("ingest", lambda body: body == {}),
+    # The sample user's fact `pref_dark_mode` is searchable at once (lexically, before its vector).
+    "invoke_query_memory.json": ("recall", lambda body: body["results"][0]["id"] == "pref_dark_mode"),
+    "invoke_get_context.json": (
+        "recall",
+        lambda body: (
+            body["sources"] == [{"type": "fact", "id": "pref_dark_mode"}] and body["word_count"] <= 120
+        ),
+    ),
+    "invoke_list_facts.json": (
+        "get_memory",
+        lambda body: [f["id"] for f in body["facts"]] == ["pref_dark_mode"],
+    ),
+    "invoke_list_episodes.json": ("get_memory", lambda body: body == {"episodes": [], "next_cursor": None}),
 }
 
 

@@ -1,0 +1,124 @@
+"""Query latency: the recall function for a user with 200 facts and 2,000 episodes, against a
+plain memory read of the same user in the same run.
+
+One process, one moto server (its own process on 127.0.0.1). The user's facts are ingested
+through the ingest handler; the episodes are written as the condenser writes them, and every
+document gets its vector from the offline embedder (the default without a key). Interleaved:
+- baseline: the get_memory handler answering `GET …/memory` (summary and facts);
+- query: the recall handler answering `POST …/memory/query` (top 10, both types);
+- context: the recall handler answering `POST …/memory/context` (300 words, with a query).
+
+Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance").
+Figures only, no assertions: `make bench` runs it.
+"""
+
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.moto_server import function_environment, moto_process, percentile, quiet_stdout
+
+ROOT = Path(__file__).resolve().parent.parent
+TENANT, USER = "acme", "long-time-user"
+FACTS, EPISODES = 200, 2_000
+ROUNDS, WARMUP = 40, 5
+QUESTIONS = ("which payment provider do we use?", "where do the candles ship?", "what did we plan for Lyon?")
+
+
+def seed(call: Callable[..., Any]) -> None:
+    """The memory and 200 facts through the API; 2,000 episodes as the condenser writes them."""
+    from hippocampus import wiring
+    from hippocampus.contracts.models import Episode
+    from hippocampus.domain.indexing import ALL_EPISODES
+    from tests.support.lambda_harness import api_event
+
+    base = f"/v1/tenants/{TENANT}/users/{USER}/memory"
+    assert (
+        call("ingest", api_event("PUT", base, {"memory": "Runs a candle shop.", "expected_version": 0}))[
+            "statusCode"
+        ]
+        == 200
+    )
+    for start in range(0, FACTS, 100):
+        items = [
+            {
+                "id": f"fact_{n}",
+                "text": f"Fact {n}: supplier {n % 17} ships wax and wicks weekly.",
+                "infer": False,
+            }
+            for n in range(start, start + 100)
+        ]
+        assert call("ingest", api_event("POST", base, {"items": items}))["statusCode"] == 202
+    accepted = datetime(2026, 1, 1, tzinfo=UTC)
+    episodes = [
+        Episode(
+            id=f"turn_{n}",
+            job_id=f"job-{n:06d}",
+            text=f"User: Turn {n}, about order {n % 97} and the store in city {n % 13}.\nAssistant: Noted, turn {n}.",
+            created_at=accepted + timedelta(minutes=n),
+        )
+        for n in range(EPISODES)
+    ]
+    store = wiring.episode_store()
+    for start in range(0, EPISODES, 99):  # one transaction: the generation check and 99 episodes
+        store.put_episodes(TENANT, USER, 0, episodes[start : start + 99])
+    wiring.indexer().index_user(TENANT, USER, ALL_EPISODES)
+
+
+def measure() -> dict[str, list[float]]:
+    from local_stack.lambda_context import LambdaContext
+    from tests.support.lambda_harness import api_event, load_handler
+
+    handlers = {name: load_handler(name) for name in ("get_memory", "ingest", "recall")}
+
+    def call(function: str, event: dict[str, Any]) -> Any:
+        return handlers[function].lambda_handler(event, LambdaContext())
+
+    with quiet_stdout():
+        seed(call)
+    base = f"/v1/tenants/{TENANT}/users/{USER}/memory"
+    cases: dict[str, Callable[[int], Any]] = {
+        "baseline: GET …/memory (200 facts)": lambda _: call("get_memory", api_event("GET", base)),
+        "POST …/memory/query (top 10)": lambda n: call(
+            "recall", api_event("POST", base + "/query", {"query": QUESTIONS[n % 3]})
+        ),
+        "POST …/memory/context (300 words)": lambda n: call(
+            "recall", api_event("POST", base + "/context", {"query": QUESTIONS[n % 3], "max_words": 300})
+        ),
+    }
+    timings: dict[str, list[float]] = {label: [] for label in cases}
+    warnings.simplefilter("ignore")
+    with quiet_stdout():
+        for round_ in range(WARMUP + ROUNDS):
+            for label, run in cases.items():
+                started = time.perf_counter()
+                answer = run(round_)
+                if answer["statusCode"] != 200:
+                    raise RuntimeError(f"{label}: {answer}")
+                if round_ >= WARMUP:
+                    timings[label].append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def main() -> None:
+    with moto_process() as endpoint:
+        # This process is the functions' execution environment: Lambda's variables, metrics on.
+        os.environ.update(function_environment(endpoint, ROOT), POWERTOOLS_METRICS_DISABLED="false")  # noqa: TID251
+        timings = measure()
+    base = timings["baseline: GET …/memory (200 facts)"]
+    base_p50, base_p95 = statistics.median(base), percentile(base, 0.95)
+    print(f"query latency, {ROUNDS} rounds interleaved, one user with {FACTS} facts and {EPISODES} episodes")
+    print("(256-dimension offline vectors), moto on 127.0.0.1; target <= 3x a memory read")
+    print(f"{'':40s} {'p50':>9s} {'p95':>9s}   ratio p50 / p95")
+    for label, values in timings.items():
+        p50, p95 = statistics.median(values), percentile(values, 0.95)
+        print(f"{label:40s} {p50:7.1f}ms {p95:7.1f}ms   {p50 / base_p50:5.2f}x / {p95 / base_p95:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
