@@ -5,13 +5,13 @@ chat adapter's (botocore makes a single attempt: it has no per-call timeout to b
 """
 
 import json
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from hippocampus.adapters.embeddings.common import EMBEDDING_TIMEOUT_S, embed_non_blank, unit
 from hippocampus.adapters.llm.attempts import call_in_time
 from hippocampus.adapters.llm.bedrock import _is_transient as is_transient
+from hippocampus.adapters.sdk_clients import Lazy, bedrock_runtime
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import (
     DEFAULT_BEDROCK_EMBEDDING_MODEL,
@@ -44,23 +44,11 @@ class BedrockEmbedder:
         self.model = model
         self.dimensions = dimensions
         self._timeout_s = timeout_s
-        self._client = client
-        self._lock = threading.Lock()
+        self._client: Lazy[Any] = Lazy(lambda: bedrock_runtime(timeout_s), client)
 
     def client(self) -> Any:
         """The `bedrock-runtime` client, created once on first use (tests pass a stubbed one)."""
-        with self._lock:
-            if self._client is None:
-                import boto3
-                from botocore.config import Config
-
-                config = Config(
-                    connect_timeout=self._timeout_s,
-                    read_timeout=self._timeout_s,
-                    retries={"total_max_attempts": 1, "mode": "standard"},
-                )
-                self._client = boto3.client("bedrock-runtime", config=config)
-            return self._client
+        return self._client()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, in order (zeros for a blank one); a text over MAX_INPUT_BYTES is

@@ -5,13 +5,13 @@ retries once itself instead of leaving it to the SDK: the SDK would sleep as lon
 `retry-after` asks, which the recall function, embedding a query on the request path, cannot afford.
 """
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hippocampus.adapters.embeddings.common import EMBEDDING_TIMEOUT_S, batches, embed_non_blank, unit
 from hippocampus.adapters.llm.attempts import call_in_time
 from hippocampus.adapters.openai_common import SecretReader, api_key_source, is_transient
+from hippocampus.adapters.sdk_clients import Lazy, openai_client
 from hippocampus.contracts.names import DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_OPENAI_EMBEDDING_MODEL
 from hippocampus.settings import Settings
 
@@ -41,8 +41,7 @@ class OpenAIEmbedder:
         self._timeout_s = timeout_s
         self._base_url = base_url
         self._retries = retries
-        self._client: OpenAI | None = None
-        self._lock = threading.Lock()
+        self._client: Lazy[OpenAI] = Lazy(lambda: openai_client(api_key, base_url, timeout_s))
 
     @classmethod
     def from_settings(
@@ -62,15 +61,7 @@ class OpenAIEmbedder:
 
     def client(self) -> "OpenAI":
         """Created once, on first use, and reused (connection pooling across invocations)."""
-        with self._lock:
-            if self._client is None:
-                from openai import OpenAI
-
-                # No SDK retries: `call_in_time` makes the one retry, with a short pause.
-                self._client = OpenAI(
-                    api_key=self._api_key, base_url=self._base_url, timeout=self._timeout_s, max_retries=0
-                )
-            return self._client
+        return self._client()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, in order (zeros for a blank one); a text over MAX_INPUT_BYTES is

@@ -1,9 +1,9 @@
 """Amazon Bedrock through the Converse API (IAM auth, no API key)."""
 
-import threading
 from typing import Any
 
 from hippocampus.adapters.llm.attempts import call_in_time
+from hippocampus.adapters.sdk_clients import Lazy, bedrock_runtime
 from hippocampus.contracts.ports import LlmResult
 
 TEMPERATURE = 0.1
@@ -18,23 +18,11 @@ class BedrockChat:
     def __init__(self, *, model: str, timeout_s: float, client: Any = None) -> None:
         self.model = model
         self._timeout_s = timeout_s
-        self._client = client
-        self._lock = threading.Lock()
+        self._client: Lazy[Any] = Lazy(lambda: bedrock_runtime(timeout_s), client)
 
     def client(self) -> Any:
         """The `bedrock-runtime` client, created once on first use (tests pass a stubbed one)."""
-        with self._lock:
-            if self._client is None:
-                import boto3
-                from botocore.config import Config
-
-                config = Config(
-                    connect_timeout=self._timeout_s,
-                    read_timeout=self._timeout_s,
-                    retries={"total_max_attempts": 1, "mode": "standard"},
-                )
-                self._client = boto3.client("bedrock-runtime", config=config)
-            return self._client
+        return self._client()
 
     def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
         def attempt(_seconds: float) -> Any:

@@ -4,7 +4,6 @@ The SDK costs ~0.4 s to import, so it is loaded on the first call, never at modu
 condenser pays for it, and only when it actually condenses.
 """
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from hippocampus.adapters.openai_common import (
     key_from_secret,
     read_secret,
 )
+from hippocampus.adapters.sdk_clients import Lazy, openai_client
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.settings import Settings
 
@@ -57,8 +57,7 @@ class OpenAIChat:
         self._timeout_s = timeout_s
         self._base_url = base_url
         self._max_retries = max_retries
-        self._client: OpenAI | None = None
-        self._lock = threading.Lock()
+        self._client: Lazy[OpenAI] = Lazy(lambda: openai_client(api_key, base_url, timeout_s))
 
     @classmethod
     def from_settings(cls, settings: Settings, secret_reader: SecretReader | None = None) -> "OpenAIChat":
@@ -71,15 +70,7 @@ class OpenAIChat:
 
     def client(self) -> "OpenAI":
         """Created once, on first use, and reused (connection pooling across invocations)."""
-        with self._lock:
-            if self._client is None:
-                from openai import OpenAI
-
-                # No SDK retries: `call_in_time` retries within the time the call is given.
-                self._client = OpenAI(
-                    api_key=self._api_key, base_url=self._base_url, timeout=self._timeout_s, max_retries=0
-                )
-            return self._client
+        return self._client()
 
     def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
         def attempt(seconds: float) -> Any:
