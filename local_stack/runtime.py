@@ -19,6 +19,7 @@ environment, ignore Ctrl-C (the parent stops them) and exit when the parent goes
 import contextlib
 import json
 import logging
+import math
 import socket
 import subprocess
 import sys
@@ -141,6 +142,8 @@ class LocalFunction:
         self.cold_starts = 0
         self.invocations = 0
         self.throttles = 0
+        # What Lambda bills: each invocation's duration, rounded up to the millisecond (init excluded).
+        self.billed_ms = 0
 
     def invoke(self, event: dict[str, Any]) -> Any:
         """The handler's response to `event`; FunctionError when Lambda would report an error."""
@@ -182,6 +185,15 @@ class LocalFunction:
             worker.finish(deadline)
 
     def _run(self, worker: _Worker, event: dict[str, Any]) -> Any:
+        started = time.monotonic()
+        try:
+            return self._exchange(worker, event)
+        finally:
+            billed = math.ceil((time.monotonic() - started) * 1000)
+            with self._lock:
+                self.billed_ms += billed
+
+    def _exchange(self, worker: _Worker, event: dict[str, Any]) -> Any:
         context = self._context()
         self.invocations += 1
         try:

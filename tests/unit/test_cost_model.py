@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.prices import PRICES, PerTurn, Prices, Usage, infrastructure_costs, kept_bytes, llm_cost
-from hippocampus.contracts.names import default_model
+from hippocampus.contracts.names import default_embedding_model, default_model
 from local_stack import metering
 from local_stack.runtime import LocalFunction, LocalFunctionSpec
 
@@ -19,6 +19,7 @@ TURN = PerTurn(
     llm_calls=1.0,
     prompt_tokens=650.0,
     completion_tokens=60.0,
+    embedding_tokens=100.0,
     api_requests=2.0,
     read_units=100.0,
     write_units=16.0,
@@ -46,11 +47,12 @@ def test_prices_times_counts() -> None:
     assert costs["SQS FIFO"] == pytest.approx(3 * PRICES.sqs_fifo_per_million)
     expected_dynamodb = 100 * PRICES.dynamodb_per_million_rru + 16 * PRICES.dynamodb_per_million_wru
     assert costs["DynamoDB on demand"] == pytest.approx(expected_dynamodb)
-    # A million turns of 650 prompt and 60 completion tokens.
+    # A million turns of 650 prompt, 60 completion and 100 embedded tokens.
     price = PRICES.openai
-    assert llm_cost(TURN, 1_000_000, price) == pytest.approx(
-        650 * price.input_per_million + 60 * price.output_per_million
+    expected_llm = (
+        650 * price.input_per_million + 60 * price.output_per_million + 100 * price.embedding_per_million
     )
+    assert llm_cost(TURN, 1_000_000, price) == pytest.approx(expected_llm)
 
 
 def test_storage_is_billed_by_the_gigabyte_month_whatever_the_turns() -> None:
@@ -78,8 +80,11 @@ def test_kept_bytes_at_steady_state() -> None:
 
 
 def test_the_price_table_prices_the_default_models() -> None:
-    assert PRICES.openai.model == default_model("openai")
-    assert PRICES.bedrock.model == default_model("bedrock")
+    for provider, price in (("openai", PRICES.openai), ("bedrock", PRICES.bedrock)):
+        assert (price.model, price.embedding_model) == (
+            default_model(provider),
+            default_embedding_model(provider),
+        )
 
 
 # --- the meter -----------------------------------------------------------------------------------
