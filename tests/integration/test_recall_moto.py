@@ -138,3 +138,22 @@ def test_a_tenant_is_reindexed_after_a_model_change(seeded: Any, aws: Any, monke
     }
     assert models == {"offline-hashed-v1@128"}
     assert not query(service, "Stripe")["retrieval"]["lexical_only"]
+
+
+def test_only_the_newest_episodes_are_kept(service: Any, aws: Any, monkeypatch: Any) -> None:
+    from hippocampus import wiring
+    from tests.support.lambda_harness import Service
+
+    monkeypatch.setenv("MEMORY_MAX_EPISODES", "2")
+    wiring.reset()
+    capped = Service(aws.queue_url, boto3.client("sqs"))
+    for index in range(3):
+        ingest(capped, [{"id": f"t{index}", "text": f"Turn {index} about candles."}])
+        capped.drain()
+    assert [e["id"] for e in capped.call("GET", MEMORY + "/episodes").body["episodes"]] == ["t2", "t1"]
+    memory_item = boto3.client("dynamodb").get_item(
+        TableName=aws.table_name, Key={"pk": {"S": user_pk(T, U)}, "sk": {"S": "MEMORY"}}
+    )["Item"]
+    assert (
+        memory_item["episode_count"]["N"] == "2"
+    )  # reset by the trim: the next turn trims again only past the cap

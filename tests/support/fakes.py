@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -236,8 +236,9 @@ class FakeMemoryStore:
             if (user.state.version, user.state.generation) != (write.expected_version, write.generation):
                 raise ConditionFailed("version or generation changed")
             version = write.expected_version + 1
+            count = user.state.episode_count + len(write.episodes)
             user.state = MemoryState(
-                write.memory, version, write.word_count, write.updated_at, write.generation
+                write.memory, version, write.word_count, write.updated_at, write.generation, count
             )
             self._jobs.set_job_status(
                 write.tenant_id, write.completed_job_ids, "completed", memory_version=version
@@ -256,9 +257,11 @@ class FakeMemoryStore:
 
     def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
         with self._jobs.lock:
-            if self._user(tenant_id, user_id).state.generation != generation:
+            user = self._user(tenant_id, user_id)
+            if user.state.generation != generation:
                 raise ConditionFailed("the user was deleted")
             self._store_episodes(tenant_id, user_id, generation, episodes)
+            user.state = replace(user.state, episode_count=user.state.episode_count + len(episodes))
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
         stored = self.episode_items.get((tenant_id, user_id), {})
@@ -313,6 +316,8 @@ class FakeMemoryStore:
         excess = sorted(stored)[: max(0, len(stored) - keep)]
         for key in excess:
             del stored[key]
+        user = self._user(tenant_id, user_id)
+        user.state = replace(user.state, episode_count=len(stored))
         return len(excess)
 
     def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:

@@ -204,3 +204,16 @@ def test_vectors_of_another_model_are_ignored_until_reindexed(ports):
     assert query(ports, "Stripe invoices")["retrieval"]["lexical_only"]
     assert ports.indexer().index_user(T, U) == 5  # 3 facts, 2 episodes
     assert not query(ports, "Stripe invoices")["retrieval"]["lexical_only"]
+
+
+def test_the_newest_episodes_are_kept_and_a_user_under_the_cap_is_never_trimmed(ports):
+    trims: list[int] = []
+    trim = ports.store.trim_episodes
+    ports.store.trim_episodes = lambda *args: trims.append(1) or trim(*args)  # type: ignore[method-assign]
+    for index in range(5):
+        ingest(ports, {"id": f"t{index}", "text": f"Turn {index}."})
+        items = ports.queued()
+        assert ports.consolidation(OfflineModel(), max_episodes=3).process_batch(items) == {}
+        ports.queue.messages.clear()
+    listed = [e["id"] for e in ports.call("GET", MEMORY + "/episodes")[2]["episodes"]]
+    assert listed == ["t4", "t3", "t2"] and len(trims) == 2  # only when the 4th and 5th passed the cap

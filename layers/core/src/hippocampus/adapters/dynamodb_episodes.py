@@ -10,7 +10,9 @@ from typing import Any
 
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
+    EPISODE_COUNT,
     EPISODE_PREFIX,
+    MEMORY_SK,
     Table,
     generation_check,
     iso,
@@ -76,8 +78,16 @@ class DynamoEpisodeStore:
         self.ttl_s = retention_days * DAY_S
 
     def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
-        # Written only while the user is at `generation`: a delete since then wins.
-        check = generation_check(self._table.name, tenant_id, user_id, generation)
+        # Written only while the user is at `generation` (a delete since then wins), and counted.
+        check = generation_check(self._table.name, tenant_id, user_id, generation)["ConditionCheck"]
+        check = {
+            "Update": {
+                **check,
+                "UpdateExpression": f"ADD {EPISODE_COUNT} :episodes",
+                "ExpressionAttributeValues": check["ExpressionAttributeValues"]
+                | values({":episodes": len(episodes)}),
+            }
+        }
         puts = [
             episode_put(self._table, tenant_id, user_id, generation, episode, self.ttl_s)
             for episode in episodes
@@ -122,6 +132,14 @@ class DynamoEpisodeStore:
         ]
         excess = keys[: max(0, len(keys) - keep)]  # ascending: the oldest first
         self._table.batch_delete(excess)
+        # What is left, so the next condensations do not trim again until the cap is passed.
+        self._table.client().update_item(
+            TableName=self._table.name,
+            Key=key(pk, MEMORY_SK),
+            UpdateExpression=f"SET {EPISODE_COUNT} = :left",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=values({":left": len(keys) - len(excess)}),
+        )
         return len(excess)
 
     def _current(self, raw: dict[str, Any], generation: int) -> bool:

@@ -10,6 +10,7 @@ from hippocampus.adapters.dynamodb_episodes import episode_put
 from hippocampus.adapters.dynamodb_jobs import job_update, new_job_writes, raise_if_deleted
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
+    EPISODE_COUNT,
     EPISODE_PREFIX,
     FACT_PREFIX,
     FACT_WRITER,
@@ -78,6 +79,9 @@ class DynamoMemoryStore:
         if self._memory_ttl_s:
             update += f", {TTL} = :ttl"
             plain[":ttl"] = self._table.epoch() + self._memory_ttl_s
+        if write.episodes:  # counted, so the condenser trims only a user over the cap
+            update += f" ADD {EPISODE_COUNT} :episodes"
+            plain[":episodes"] = len(write.episodes)
         condition = "(#v = :expected AND #g = :gen)"
         if write.expected_version == 0:
             # Absent attributes mean version 0 (an item may hold only the generation so far), and so
@@ -201,7 +205,7 @@ class DynamoMemoryStore:
             TableName=self._table.name,
             Key=key(pk, MEMORY_SK),
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, #v = :zero, "
-            "word_count = :zero REMOVE #m, updated_at, job_ids, " + TTL,
+            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, " + TTL,
             ExpressionAttributeNames={"#m": "memory", "#g": "generation", "#v": "version"},
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
@@ -235,7 +239,7 @@ class DynamoMemoryStore:
         item = plain_item(raw)
         generation = int(item.get("generation", 0))
         if self._table.expired(raw) or "memory" not in item:
-            return MemoryState(generation=generation)
+            return MemoryState(generation=generation, episode_count=int(item.get(EPISODE_COUNT, 0)))
         updated_at = item.get("updated_at")
         return MemoryState(
             memory=str(item["memory"]),
@@ -243,6 +247,7 @@ class DynamoMemoryStore:
             word_count=int(item.get("word_count", 0)),
             updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
             generation=generation,
+            episode_count=int(item.get(EPISODE_COUNT, 0)),
         )
 
 

@@ -27,6 +27,8 @@ from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
 EPISODE_PREFIX: Final = "EPISODE#"
+# On the memory item: episodes written since the last trim (adapters/dynamodb_episodes.py).
+EPISODE_COUNT: Final = "episode_count"
 JOB_SK: Final = "JOB"
 JOB_REF_PREFIX: Final = "JOB#"
 # On the memory item: the request holding the user's facts for writing, and until when (epoch s).

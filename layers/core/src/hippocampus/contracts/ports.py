@@ -23,6 +23,8 @@ class MemoryState:
     word_count: int = 0
     updated_at: datetime | None = None
     generation: int = 0
+    # Episodes written since the last trim, at least (a hint: retries and TTL make it high).
+    episode_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,8 @@ class EpisodeStore(Protocol):
         ...
 
     def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
-        """Remove all but the newest `keep`; return how many were removed."""
+        """Remove all but the newest `keep`, and set the memory's `episode_count` to what is left;
+        return how many were removed."""
         ...
 
 

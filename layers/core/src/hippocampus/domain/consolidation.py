@@ -208,7 +208,8 @@ class ConsolidationService:
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
             if self._apply(chunk, inputs, episodes[:count], state, deadline):
                 pending, lost = pending[count:], 0
-                self._trim_episodes(tenant_id, user_id)
+                if state.episode_count + count > self._max_episodes:
+                    self._trim_episodes(tenant_id, user_id)
                 continue
             lost += 1
             if lost >= WRITE_ATTEMPTS:
