@@ -33,6 +33,9 @@ QUESTIONS = ("which payment provider do we use?", "where do the candles ship?", 
 def seed(call: Callable[..., Any]) -> None:
     """The memory and 200 facts through the API; 2,000 episodes as the condenser writes them."""
     from hippocampus import wiring
+    from hippocampus.adapters import aws_clients
+    from hippocampus.adapters.dynamodb_episodes import episode_put
+    from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.contracts.models import Episode
     from hippocampus.domain.indexing import ALL_EPISODES
     from tests.support.lambda_harness import api_event
@@ -64,9 +67,11 @@ def seed(call: Callable[..., Any]) -> None:
         )
         for n in range(EPISODES)
     ]
-    store = wiring.episode_store()
-    for start in range(0, EPISODES, 99):  # one transaction: the generation check and 99 episodes
-        store.put_episodes(TENANT, USER, 0, episodes[start : start + 99])
+    table = Table(os.environ["MEMORY_TABLE_NAME"], lambda: aws_clients.client("dynamodb"))  # noqa: TID251
+    retention_s = wiring.episode_store().ttl_s
+    for start in range(0, EPISODES, 100):  # the items the condenser writes, 100 per transaction
+        chunk = episodes[start : start + 100]
+        table.transact([episode_put(table, TENANT, USER, 0, episode, retention_s) for episode in chunk])
     wiring.indexer().index_user(TENANT, USER, ALL_EPISODES)
 
 

@@ -157,3 +157,38 @@ def test_only_the_newest_episodes_are_kept(service: Any, aws: Any, monkeypatch: 
     assert (
         memory_item["episode_count"]["N"] == "2"
     )  # reset by the trim: the next turn trims again only past the cap
+
+
+def test_an_embedding_outage_never_holds_back_the_users_turns(aws: Any, monkeypatch: Any) -> None:
+    from hippocampus import wiring
+    from tests.support.lambda_harness import Service
+
+    # Embeddings from an endpoint that refuses connections; condensation by the offline model.
+    monkeypatch.setenv("MEMORY_LLM_PROVIDER", "offline")
+    monkeypatch.setenv("MEMORY_EMBEDDING_PROVIDER", "openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    wiring.reset()
+    service = Service(aws.queue_url, boto3.client("sqs"))
+    ingest(service, [{"id": "pay", "text": "Pays through Stripe.", "infer": False}])
+    ingest(service, [{"id": "t1", "text": "The shop opens in Lyon."}])
+    service.drain(rounds=3)
+    job = service.call("GET", MEMORY + "/episodes").body["episodes"]
+    assert [e["id"] for e in job] == ["t1"]  # condensed, though the facts' index request keeps failing
+    body = query(service, "Stripe")
+    assert body["results"][0]["id"] == "pay" and body["retrieval"]["lexical_only"]
+
+
+def test_index_requests_travel_in_a_message_group_of_their_own(service: Any, aws: Any) -> None:
+    # In SQS, a failing message hides the rest of its group while it is in flight: an index
+    # request that keeps failing must never sit in front of the user's turns.
+    ingest(service, [{"id": "pay", "text": "Pays through Stripe.", "infer": False}])
+    ingest(service, [{"id": "t1", "text": "The shop opens in Lyon."}])
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=aws.queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
+    groups = {
+        ("index" if '"kind":"index"' in m["Body"] else "turn"): m["Attributes"]["MessageGroupId"]
+        for m in messages
+    }
+    assert set(groups) == {"index", "turn"} and groups["index"] != groups["turn"]

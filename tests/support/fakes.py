@@ -44,18 +44,15 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.ports import (
-    Corpus,
     Embedder,
-    Indexed,
     LanguageModel,
     LlmResult,
     MemoryState,
     MemoryWrite,
     RawSource,
-    Unindexed,
-    Vector,
 )
 from hippocampus.contracts.recall import Episode
+from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
 from hippocampus.domain.consolidation import ConsolidationService
@@ -255,12 +252,18 @@ class FakeMemoryStore:
         for episode in episodes:
             stored[_episode_key(episode)] = (episode, generation)
 
-    def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
+    def put_episodes(
+        self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode], memory_version: int
+    ) -> None:
         with self._jobs.lock:
             user = self._user(tenant_id, user_id)
             if user.state.generation != generation:
                 raise ConditionFailed("the user was deleted")
+            job_ids = [episode.job_id for episode in episodes]
+            if any(self._jobs.jobs[job_id].status in ("completed", "skipped") for job_id in job_ids):
+                raise ConditionFailed("a job was settled")
             self._store_episodes(tenant_id, user_id, generation, episodes)
+            self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=memory_version)
             user.state = replace(user.state, episode_count=user.state.episode_count + len(episodes))
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:

@@ -511,6 +511,7 @@ RECALL_BODIES = {
     "context max_words: 2001": (CONTEXT, _json({"max_words": 2001}), "max_words"),
     "context max_words: '300'": (CONTEXT, _json({"max_words": "300"}), "max_words"),
     "context query: empty": (CONTEXT, _json({"query": ""}), "query"),
+    "context query: blank": (CONTEXT, _json({"query": "  "}), "query"),
     "context query: a list": (CONTEXT, _json({"query": ["a"]}), "query"),
     "context: an unknown field": (CONTEXT, _json({"top_k": 3}), "top_k"),
 }

@@ -217,3 +217,28 @@ def test_the_newest_episodes_are_kept_and_a_user_under_the_cap_is_never_trimmed(
         ports.queue.messages.clear()
     listed = [e["id"] for e in ports.call("GET", MEMORY + "/episodes")[2]["episodes"]]
     assert listed == ["t4", "t3", "t2"] and len(trims) == 2  # only when the 4th and 5th passed the cap
+
+
+class DownEmbedder:
+    provider, model, dimensions = "openai", "text-embedding-3-small", 256
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        raise TimeoutError("the provider is down")
+
+
+def test_a_query_is_ranked_by_words_when_the_embedding_provider_is_down(ports):
+    seed(ports)
+    ports.embedder = DownEmbedder()  # type: ignore[assignment]
+    body = query(ports, "Stripe invoices")
+    assert body["retrieval"]["lexical_only"] and body["results"][0]["id"] == "pay"
+    status, _, context = ports.call("POST", MEMORY + "/context", {"query": "Stripe"})
+    assert status == 200 and {"type": "fact", "id": "pay"} in context["sources"]
+
+
+def test_indexing_stops_between_calls_when_the_invocation_runs_short(ports):
+    from hippocampus.domain.indexing import IndexingCut
+
+    ingest(ports, *({"id": f"f{n}", "text": f"Fact {n}.", "infer": False} for n in range(3)))
+    with pytest.raises(IndexingCut):
+        ports.indexer().index_user(T, U, remaining_ms=lambda: 1_000)
+    assert ports.indexer().index_user(T, U, remaining_ms=lambda: 60_000) == 3  # the next pass resumes

@@ -45,6 +45,7 @@ class MetricName(StrEnum):
     DOCUMENTS_INDEXED = "DocumentsIndexed"
     INDEXING_FAILED = "IndexingFailed"
     QUERIES = "Queries"
+    QUERY_EMBEDDING_FAILED = "QueryEmbeddingFailed"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -8,6 +8,7 @@ them) and the TTL of the raw payloads it was rendered from (docs/architecture.md
 import json
 from typing import Any
 
+from hippocampus.adapters.dynamodb_jobs import job_update
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
@@ -77,7 +78,9 @@ class DynamoEpisodeStore:
         self._table = table
         self.ttl_s = retention_days * DAY_S
 
-    def put_episodes(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
+    def put_episodes(
+        self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode], memory_version: int
+    ) -> None:
         # Written only while the user is at `generation` (a delete since then wins), and counted.
         check = generation_check(self._table.name, tenant_id, user_id, generation)["ConditionCheck"]
         check = {
@@ -92,7 +95,12 @@ class DynamoEpisodeStore:
             episode_put(self._table, tenant_id, user_id, generation, episode, self.ttl_s)
             for episode in episodes
         ]
-        self._table.transact([check, *puts])
+        now = self._table.now()
+        jobs = [
+            job_update(self._table, tenant_id, episode.job_id, "completed", None, memory_version, now)
+            for episode in episodes
+        ]
+        self._table.transact([check, *puts, *jobs])
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
         pk = user_pk(tenant_id, user_id)

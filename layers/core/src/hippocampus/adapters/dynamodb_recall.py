@@ -23,7 +23,7 @@ from hippocampus.adapters.dynamodb_table import (
 )
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
-from hippocampus.contracts.ports import Corpus, Indexed, Unindexed, Vector
+from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 
 def _vector(raw: dict[str, Any]) -> Vector | None:

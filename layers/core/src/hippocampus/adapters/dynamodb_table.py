@@ -165,17 +165,21 @@ class Table:
             yield from page.get("Items", [])
 
     def newest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:
-        """The `limit` items of the partition with the highest sort keys under `sk_prefix` (one page)."""
-        response = self.client().query(
-            TableName=self.name,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": sk_prefix}},
-            ConsistentRead=True,
-            ScanIndexForward=False,
-            Limit=limit,
+        """The `limit` items of the partition with the highest sort keys under `sk_prefix`, newest
+        first (paged: large items may take more than one 1 MB page)."""
+        pages = (
+            self.client()
+            .get_paginator("query")
+            .paginate(
+                TableName=self.name,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": sk_prefix}},
+                ConsistentRead=True,
+                ScanIndexForward=False,
+                PaginationConfig={"MaxItems": limit, "PageSize": limit},
+            )
         )
-        items: list[dict[str, Any]] = response.get("Items", [])
-        return items
+        return [item for page in pages for item in page.get("Items", [])][:limit]
 
     def batch_get(self, keys: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """BatchGetItem (strongly consistent), unprocessed keys retried."""

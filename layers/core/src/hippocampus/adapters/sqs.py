@@ -48,7 +48,9 @@ class SqsJobQueue:
             self._client().send_message(
                 QueueUrl=self._queue_url,
                 MessageBody=message.model_dump_json(),
-                MessageGroupId=message_group_id(tenant_id, user_id),  # behind the user's turns
+                # A group of its own: an index request that fails (the embedding provider down)
+                # comes back later without holding back the user's turns behind it.
+                MessageGroupId=message_group_id(tenant_id, user_id) + "-index",
                 MessageDeduplicationId=f"index-{hashlib.sha256(request_id.encode()).hexdigest()[:64]}",
             )
         except (BotoCoreError, ClientError) as error:

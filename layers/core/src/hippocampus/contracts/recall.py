@@ -92,6 +92,13 @@ class ContextRequest(Model):
     query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
     max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS)] = DEFAULT_CONTEXT_WORDS
 
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
 
 class ContextSource(Record):
     type: Literal["memory", "fact", "episode"]

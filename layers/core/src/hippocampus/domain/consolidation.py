@@ -241,13 +241,12 @@ class ConsolidationService:
         now = self._clock()
         memory = outcome.memory
         if not outcome.changed or memory is None:
-            # Nothing worth keeping: the jobs are done and the current version stays; the turns are
-            # still kept as episodes (unless a delete came first: then they are condensed again).
+            # Nothing worth keeping: the current version stays; the turns become episodes and their
+            # jobs `completed` in one transaction (a delete since wins: they are condensed again).
             try:
-                self._episodes.put_episodes(tenant_id, user_id, state.generation, episodes)
+                self._episodes.put_episodes(tenant_id, user_id, state.generation, episodes, state.version)
             except ConditionFailed:
                 return False
-            self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=state.version)
             record_metric(MetricName.CONDENSATIONS_OK)
             return True
         write = MemoryWrite(

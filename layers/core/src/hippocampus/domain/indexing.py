@@ -8,7 +8,8 @@ user, which finds them again; the summary never waits for it.
 
 from collections.abc import Callable, Iterable, Mapping
 
-from hippocampus.contracts.ports import Embedder, RecallStore, Vector
+from hippocampus.contracts.ports import Embedder
+from hippocampus.contracts.recall_ports import RecallStore, Vector
 from hippocampus.observability import MetricName, logger, record_metric
 
 # How far back among a user's episodes a pass looks for ones without a vector (a condensation
@@ -17,6 +18,14 @@ RECENT_EPISODES = 100
 ALL_EPISODES = 10_000  # more than MEMORY_MAX_EPISODES can keep
 # Texts per embedding call, so one call stays well inside the provider's request limits.
 EMBED_BATCH = 64
+
+
+# What one more embedding call needs: its attempt and retry, and the vector writes.
+INDEX_TIME_MS = 25_000
+
+
+class IndexingCut(Exception):
+    """The invocation's time ran short: what is left waits for the next pass over the user."""
 
 
 def model_key(embedder: Embedder) -> str:
@@ -29,9 +38,16 @@ class Indexer:
         self._store = store
         self._embedder = embedder
 
-    def index_user(self, tenant_id: str, user_id: str, recent_episodes: int = RECENT_EPISODES) -> int:
+    def index_user(
+        self,
+        tenant_id: str,
+        user_id: str,
+        recent_episodes: int = RECENT_EPISODES,
+        remaining_ms: Callable[[], int] | None = None,
+    ) -> int:
         """Give the user's unindexed documents a vector; return how many got one. Raises when the
-        embedding provider fails (the caller decides whether that is retried or only logged)."""
+        embedding provider fails, or IndexingCut when the invocation's time (`remaining_ms`) runs
+        short between two calls (the caller decides whether that is retried or only logged)."""
         embedder = self._embedder()
         if embedder is None:  # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only
             return 0
@@ -39,6 +55,8 @@ class Indexer:
         due = self._store.unindexed(tenant_id, user_id, model, recent_episodes)
         stored = 0
         for start in range(0, len(due), EMBED_BATCH):
+            if remaining_ms is not None and remaining_ms() < INDEX_TIME_MS:
+                raise IndexingCut(f"{len(due) - start} documents left for the next pass")
             chunk = due[start : start + EMBED_BATCH]
             vectors = embedder.embed([document.text for document in chunk])
             for document, values in zip(chunk, vectors, strict=True):
@@ -47,19 +65,18 @@ class Indexer:
             record_metric(MetricName.DOCUMENTS_INDEXED, stored)
         return stored
 
-    def index_quietly(self, tenant_id: str, user_id: str) -> None:
+    def index_quietly(
+        self, tenant_id: str, user_id: str, remaining_ms: Callable[[], int] | None = None
+    ) -> None:
         """`index_user`, a failure logged and counted: the next pass over the user tries again."""
         try:
-            self.index_user(tenant_id, user_id)
+            self.index_user(tenant_id, user_id, remaining_ms=remaining_ms)
         except Exception as error:
             record_metric(MetricName.INDEXING_FAILED)
             logger.warning(
                 "indexing failed; retried on the next pass", extra={"error_type": type(error).__name__}
             )
 
-
-# What indexing one user needs: one embedding call and its retry, and the vector writes.
-INDEX_TIME_MS = 25_000
 
 User = tuple[str, str]
 
@@ -85,10 +102,11 @@ def index_users(
         if remaining_ms() < INDEX_TIME_MS:
             retry.update(asked.get(user, ()))
         elif user not in asked:
-            indexer.index_quietly(*user)
+            indexer.index_quietly(*user, remaining_ms=remaining_ms)
         else:
             try:
-                indexer.index_user(*user, ALL_EPISODES if user in everything else RECENT_EPISODES)
+                recent = ALL_EPISODES if user in everything else RECENT_EPISODES
+                indexer.index_user(*user, recent, remaining_ms=remaining_ms)
             except Exception as error:
                 record_metric(MetricName.INDEXING_FAILED)
                 logger.warning(

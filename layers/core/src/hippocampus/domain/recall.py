@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from hippocampus.contracts.models import Fact
-from hippocampus.contracts.ports import Corpus, Embedder, Indexed, RecallStore, Tracing
+from hippocampus.contracts.ports import Embedder, Tracing
 from hippocampus.contracts.recall import (
     ContextRequest,
     ContextResponse,
@@ -21,12 +21,13 @@ from hippocampus.contracts.recall import (
     QueryResult,
     Retrieval,
 )
+from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.context_block import build_context
 from hippocampus.domain.indexing import model_key
 from hippocampus.domain.lexical import plain_text
 from hippocampus.domain.ranking import DEFAULT_ALPHA, Document, Ranked, rank
-from hippocampus.observability import MetricName, record_metric
+from hippocampus.observability import MetricName, logger, record_metric
 
 # The most documents the context block considers: more could never fit 2,000 words.
 CONTEXT_CANDIDATES = 50
@@ -103,6 +104,21 @@ class RecallService:
         with self._tracing.span("dynamodb.read_corpus", tenant_id=tenant_id):
             return self._store.corpus(tenant_id, user_id)
 
+    def _query_vector(self, embedder: Embedder | None, text: str) -> list[float] | None:
+        """The query's vector; None without a model, or when the provider fails: the answer is
+        then ranked by words alone (`lexical_only`), never an error."""
+        if embedder is None:
+            return None
+        try:
+            with self._tracing.span("embedding.query"):
+                return embedder.embed([text])[0]
+        except Exception as error:
+            record_metric(MetricName.QUERY_EMBEDDING_FAILED)
+            logger.warning(
+                "query embedding failed; ranked by words", extra={"error_type": type(error).__name__}
+            )
+            return None
+
     def _rank(
         self,
         text: str,
@@ -113,10 +129,7 @@ class RecallService:
     ) -> tuple[list[Ranked], bool]:
         embedder = self._embedder()
         model = model_key(embedder) if embedder else None
-        query_vector = None
-        if embedder is not None:
-            with self._tracing.span("embedding.query"):
-                query_vector = embedder.embed([text])[0]
+        query_vector = self._query_vector(embedder, text)
         documents = [_document(entry, model) for entry in entries]
         ranked = rank(
             text,
