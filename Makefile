@@ -26,7 +26,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 
 $(LOCAL_STAMP): requirements-local.txt $(LAYER_REQUIREMENTS) | $(BIN)/python
-	@echo "== Installing the local stack's packages: 73 packages, 340 MB, about 25 s the first time"
+	@echo "== Installing the local stack's packages: 74 packages, 340 MB, about 25 s the first time"
 	$(PIP) -r requirements-local.txt
 	@touch $@
 

@@ -1,0 +1,59 @@
+"""Ports of recall: the documents (facts and episodes) of a user with their vectors, as ranked.
+
+Adapters implement them (adapters/dynamodb_recall.py); tests hand in the fakes of tests/support/fakes.py.
+"""
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from hippocampus.contracts.models import Episode, Fact
+from hippocampus.contracts.ports import MemoryState
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A stored embedding and the model (and size) that made it."""
+
+    model: str
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """A fact or an episode as recall ranks it: the document and its vector, if it has one."""
+
+    document: Fact | Episode
+    vector: Vector | None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Everything recall ranks for one user, read in one pass over the user's partition."""
+
+    state: MemoryState
+    facts: list[Indexed]
+    episodes: list[Indexed]
+
+
+@dataclass(frozen=True)
+class Unindexed:
+    """A document without a vector of the current model: where it is, what to embed."""
+
+    kind: str  # "fact" or "episode"
+    key: str  # its place in the user's partition
+    text: str
+    version: str  # a fact's updated_at (a replaced fact is not given the old one's vector)
+
+
+class RecallStore(Protocol):
+    """The recall side of a user's partition: its documents with their vectors."""
+
+    def corpus(self, tenant_id: str, user_id: str) -> Corpus: ...
+
+    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
+        """The current facts, and episodes among the newest `recent_episodes`, lacking a vector of `model`."""
+        ...
+
+    def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
+        """Store it unless the document has gone or changed since it was read (then False)."""
+        ...
