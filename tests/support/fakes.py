@@ -37,6 +37,7 @@ from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import (
     USER_DELETED,
     CondenseMessage,
+    EpisodePlace,
     Fact,
     HistoryVersion,
     Job,
@@ -191,8 +192,8 @@ class FakeJobStore:
         return self.jobs[job_id].status
 
 
-def _episode_key(episode: Episode) -> str:
-    return f"{episode.created_at.isoformat()}#{episode.position:03d}#{episode.job_id}"
+def _episode_key(place: EpisodePlace) -> str:
+    return f"{place.created_at.isoformat()}#{place.position:03d}#{place.job_id}"
 
 
 class FakeMemoryStore:
@@ -250,7 +251,7 @@ class FakeMemoryStore:
     ) -> None:
         stored = self.episode_items.setdefault((tenant_id, user_id), {})
         for episode in episodes:
-            stored[_episode_key(episode)] = (episode, generation)
+            stored[_episode_key(episode.place)] = (episode, generation)
 
     def put_episodes(
         self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode], memory_version: int
@@ -271,7 +272,7 @@ class FakeMemoryStore:
         return [episode for key, (episode, gen) in sorted(stored.items()) if gen == generation]
 
     def list_episodes(
-        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: EpisodePlace | None
     ) -> tuple[list[Episode], bool]:
         stored = self.episode_items.get((tenant_id, user_id), {})
         start = _episode_key(after) if after is not None else None
@@ -288,7 +289,7 @@ class FakeMemoryStore:
         return Corpus(
             state,
             [Indexed(fact, vectors.get(f"fact:{fact.id}")) for fact in facts],
-            [Indexed(episode, vectors.get(f"episode:{_episode_key(episode)}")) for episode in episodes],
+            [Indexed(episode, vectors.get(f"episode:{_episode_key(episode.place)}")) for episode in episodes],
         )
 
     def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
@@ -305,7 +306,7 @@ class FakeMemoryStore:
         ]
         recent = corpus.episodes[-recent_episodes:]
         return due + [
-            Unindexed("episode", f"episode:{_episode_key(entry.document)}", entry.document.text, "")
+            Unindexed("episode", f"episode:{_episode_key(entry.document.place)}", entry.document.text, "")
             for entry in recent
             if isinstance(entry.document, Episode) and (entry.vector is None or entry.vector.model != model)
         ]

@@ -22,16 +22,17 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
+from hippocampus.contracts.models import EpisodePlace
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall import Episode
 
 
-def episode_sk(episode: Episode) -> str:
+def episode_sk(place: EpisodePlace) -> str:
     """`EPISODE#<accepted, ms>#<place in its request>#<job id>`: in acceptance order."""
-    accepted_ms = int(episode.created_at.timestamp() * 1000)
-    return f"{EPISODE_PREFIX}{accepted_ms:013d}#{episode.position:03d}#{episode.job_id}"
+    accepted_ms = int(place.created_at.timestamp() * 1000)
+    return f"{EPISODE_PREFIX}{accepted_ms:013d}#{place.position:03d}#{place.job_id}"
 
 
 def episode_put(
@@ -40,7 +41,7 @@ def episode_put(
     """The `Put` of one episode (idempotent: a retried condensation writes the same item again)."""
     item: dict[str, Any] = {
         PK: user_pk(tenant_id, user_id),
-        SK: episode_sk(episode),
+        SK: episode_sk(episode.place),
         "id": episode.id,
         "job_id": episode.job_id,
         "text": episode.text,
@@ -111,7 +112,7 @@ class DynamoEpisodeStore:
         ]
 
     def list_episodes(
-        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: EpisodePlace | None
     ) -> tuple[list[Episode], bool]:
         """Newest first, `limit` at most, older than `after`; and whether more may follow."""
         kwargs: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """Pydantic models of the API contract (docs/api.md), the queue message and the direct-invoke payload."""
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -180,6 +180,14 @@ class HistoryResponse(Record):
 EPISODE_MAX_CHARS = 16_000
 
 
+class EpisodePlace(NamedTuple):
+    """The order of episodes: when accepted, the place in its request, then its job."""
+
+    created_at: datetime
+    position: int
+    job_id: str
+
+
 class Episode(Record):
     """One condensed turn, kept searchable until its payload's retention ends (docs/api.md "Episodes")."""
 
@@ -193,6 +201,11 @@ class Episode(Record):
     created_at: datetime  # when the turn was accepted
     # Its place in its request: turns accepted together are ordered by it (not part of the API).
     position: int = Field(0, exclude=True)
+
+    @property
+    def place(self) -> "EpisodePlace":
+        """Where it stands among the user's episodes (what a list's cursor holds)."""
+        return EpisodePlace(self.created_at, self.position, self.job_id)
 
 
 class ExportDocument(Record):

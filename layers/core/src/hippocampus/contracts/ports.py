@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from hippocampus.contracts.models import CondenseMessage, Fact, HistoryVersion, Job, JobError, JobStatus
+from hippocampus.contracts.models import (
+    CondenseMessage,
+    EpisodePlace,
+    Fact,
+    HistoryVersion,
+    Job,
+    JobError,
+    JobStatus,
+)
 from hippocampus.contracts.recall import Episode
 
 
@@ -139,9 +147,9 @@ class EpisodeStore(Protocol):
         ...
 
     def list_episodes(
-        self, tenant_id: str, user_id: str, generation: int, limit: int, after: Episode | None
+        self, tenant_id: str, user_id: str, generation: int, limit: int, after: EpisodePlace | None
     ) -> tuple[list[Episode], bool]:
-        """A page, newest first, of those older than `after`; and whether more may follow."""
+        """A page, newest first, of those before the place `after`; and whether more may follow."""
         ...
 
     def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:

@@ -65,18 +65,6 @@ class Indexer:
             record_metric(MetricName.DOCUMENTS_INDEXED, stored)
         return stored
 
-    def index_quietly(
-        self, tenant_id: str, user_id: str, remaining_ms: Callable[[], int] | None = None
-    ) -> None:
-        """`index_user`, a failure logged and counted: the next pass over the user tries again."""
-        try:
-            self.index_user(tenant_id, user_id, remaining_ms=remaining_ms)
-        except Exception as error:
-            record_metric(MetricName.INDEXING_FAILED)
-            logger.warning(
-                "indexing failed; retried on the next pass", extra={"error_type": type(error).__name__}
-            )
-
 
 User = tuple[str, str]
 
@@ -101,16 +89,13 @@ def index_users(
     for user in dict.fromkeys([*asked, *condensed]):
         if remaining_ms() < INDEX_TIME_MS:
             retry.update(asked.get(user, ()))
-        elif user not in asked:
-            indexer.index_quietly(*user, remaining_ms=remaining_ms)
-        else:
-            try:
-                recent = ALL_EPISODES if user in everything else RECENT_EPISODES
-                indexer.index_user(*user, recent, remaining_ms=remaining_ms)
-            except Exception as error:
-                record_metric(MetricName.INDEXING_FAILED)
-                logger.warning(
-                    "indexing failed; the message comes back", extra={"error_type": type(error).__name__}
-                )
-                retry.update(asked[user])
+            continue
+        recent = ALL_EPISODES if user in everything else RECENT_EPISODES
+        try:
+            indexer.index_user(*user, recent, remaining_ms=remaining_ms)
+        except Exception as error:
+            # A user asked for by message: the message comes back; else the next pass retries.
+            record_metric(MetricName.INDEXING_FAILED)
+            logger.warning("indexing failed", extra={"error_type": type(error).__name__})
+            retry.update(asked.get(user, ()))
     return retry

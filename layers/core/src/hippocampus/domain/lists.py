@@ -6,9 +6,9 @@ pages never repeat one already given.
 
 from datetime import datetime
 
-from hippocampus.contracts.models import Fact
+from hippocampus.contracts.models import EpisodePlace, Fact
 from hippocampus.contracts.ports import EpisodeStore, MemoryStore, Tracing
-from hippocampus.contracts.recall import Episode, EpisodeList, FactList
+from hippocampus.contracts.recall import EpisodeList, FactList
 from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
 
 
@@ -36,7 +36,7 @@ class ListService:
         return FactList(facts=page, next_cursor=next_cursor)
 
     def list_episodes(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> EpisodeList:
-        after = _episode_position(cursor) if cursor is not None else None
+        after = _episode_place(cursor) if cursor is not None else None
         with self._tracing.span("dynamodb.list_episodes", tenant_id=tenant_id):
             generation = self._store.read_generation(tenant_id, user_id)
             page, more = self._episodes.list_episodes(tenant_id, user_id, generation, limit, after)
@@ -47,10 +47,10 @@ class ListService:
         return EpisodeList(episodes=page, next_cursor=next_cursor)
 
 
-def _episode_position(cursor: str) -> Episode:
-    """The episode a cursor points after (only its time and job id matter)."""
+def _episode_place(cursor: str) -> EpisodePlace:
+    """The place of the last episode a cursor's page gave."""
     created_at, position, job_id = decode_position(cursor, (str, int, str))
-    return Episode(id="", job_id=job_id, text="", created_at=_instant(created_at), position=position)
+    return EpisodePlace(_instant(created_at), position, job_id)
 
 
 def _instant(value: str) -> datetime:

@@ -15,6 +15,7 @@ from hippocampus.contracts.recall import (
     ContextRequest,
     ContextResponse,
     ContextSource,
+    DocumentType,
     Episode,
     QueryRequest,
     QueryResponse,
@@ -48,17 +49,17 @@ class RecallService:
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
         corpus = self._corpus(tenant_id, user_id)
-        documents = [*corpus.facts, *corpus.episodes]
-        wanted = [entry for entry in documents if _type(entry.document) in request.types]
+        wanted = [e for e in (*corpus.facts, *corpus.episodes) if _type(e.document) in request.types]
+        alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
         ranked, lexical_only = self._rank(
-            request.query, wanted, request.top_k, request, request.metadata_filters
+            request.query, wanted, request.top_k, alpha, request.recency_bias, request.metadata_filters
         )
         record_metric(MetricName.QUERIES)
         embedder = self._embedder()
         return QueryResponse(
             memory=corpus.state.memory if request.include_memory else None,
             version=corpus.state.version,
-            results=[_result(entry, by_key) for entry, by_key in _with_sources(ranked, documents)],
+            results=[_result(entry, source) for entry, source in ranked],
             retrieval=Retrieval(
                 embedding_provider=embedder.provider if embedder else "none",
                 model=embedder.model if embedder else None,
@@ -70,34 +71,18 @@ class RecallService:
         corpus = self._corpus(tenant_id, user_id)
         if request.query is None:
             # Without a question: the summary, then the facts, newest first.
-            facts = sorted(corpus.facts, key=_time, reverse=True)
+            facts = sorted(corpus.facts, key=lambda entry: _time(entry.document), reverse=True)
             ranked = [Ranked(_document(entry, None), 1.0) for entry in facts]
         else:
-            query = QueryRequest(query=request.query, top_k=CONTEXT_CANDIDATES)
-            ranked, _ = self._rank(
-                request.query, [*corpus.facts, *corpus.episodes], CONTEXT_CANDIDATES, query, {}
-            )
+            entries = [*corpus.facts, *corpus.episodes]
+            pairs, _ = self._rank(request.query, entries, CONTEXT_CANDIDATES, DEFAULT_ALPHA, 0.0, {})
+            ranked = [entry for entry, _ in pairs]
         block = build_context(corpus.state.memory, ranked, request.max_words)
-        # Ranked episodes are keyed by job (item ids may repeat); a source names the item.
-        item_ids = {
-            entry.document.job_id: entry.document.id
-            for entry in corpus.episodes
-            if isinstance(entry.document, Episode)
-        }
-        sources = [
-            ContextSource(
-                type=source["type"],
-                id=item_ids.get(source["id"], source["id"])
-                if source["type"] == "episode"
-                else source.get("id"),
-            )
-            for source in block.sources
-        ]
         return ContextResponse(
             context=block.text,
             word_count=block.word_count,
             memory_version=corpus.state.version,
-            sources=sources,
+            sources=[ContextSource.model_validate(source) for source in block.sources],
         )
 
     def _corpus(self, tenant_id: str, user_id: str) -> Corpus:
@@ -124,33 +109,36 @@ class RecallService:
         text: str,
         entries: Sequence[Indexed],
         top_k: int,
-        request: QueryRequest,
+        alpha: float,
+        recency_bias: float,
         filters: Mapping[str, Any],
-    ) -> tuple[list[Ranked], bool]:
+    ) -> tuple[list[tuple[Ranked, Fact | Episode]], bool]:
+        """The top documents with the fact or episode each one is, and whether no vector took part."""
         embedder = self._embedder()
         model = model_key(embedder) if embedder else None
         query_vector = self._query_vector(embedder, text)
         documents = [_document(entry, model) for entry in entries]
+        # `rank` hands back the documents it was given: each one's source by identity.
+        sources = {id(document): entry.document for document, entry in zip(documents, entries, strict=True)}
         ranked = rank(
             text,
             query_vector,
             documents,
-            alpha=DEFAULT_ALPHA if request.alpha is None else request.alpha,
-            recency_bias=request.recency_bias,
+            alpha=alpha,
+            recency_bias=recency_bias,
             now=self._clock(),
             top_k=top_k,
             filters=filters or None,
         )
         lexical_only = query_vector is None or not any(document.vector for document in documents)
-        return ranked, lexical_only
+        return [(entry, sources[id(entry.document)]) for entry in ranked], lexical_only
 
 
-def _time(entry: Indexed) -> datetime:
-    document = entry.document
+def _time(document: Fact | Episode) -> datetime:
     return document.updated_at if isinstance(document, Fact) else document.created_at
 
 
-def _type(document: Fact | Episode) -> str:
+def _type(document: Fact | Episode) -> DocumentType:
     return "fact" if isinstance(document, Fact) else "episode"
 
 
@@ -160,28 +148,16 @@ def _document(entry: Indexed, model: str | None) -> Document:
     text = f"{document.title}\n{document.text}" if document.title else document.text
     vector = entry.vector.values if entry.vector is not None and entry.vector.model == model else None
     return Document(
-        type="fact" if isinstance(document, Fact) else "episode",
-        id=document.id if isinstance(document, Fact) else document.job_id,
+        type=_type(document),
+        id=document.id,
         text=plain_text(text) if document.is_markdown else text,
         metadata=document.metadata,
-        updated_at=_time(entry),
+        updated_at=_time(document),
         vector=vector,
     )
 
 
-def _with_sources(ranked: list[Ranked], entries: Sequence[Indexed]) -> list[tuple[Ranked, Fact | Episode]]:
-    by_key = {
-        (_type(e.document), e.document.id if isinstance(e.document, Fact) else e.document.job_id): e.document
-        for e in entries
-    }
-    return [(entry, by_key[(entry.document.type, entry.document.id)]) for entry in ranked]
-
-
 def _result(entry: Ranked, source: Fact | Episode) -> QueryResult:
-    if isinstance(source, Fact):
-        created_at = updated_at = source.updated_at
-    else:
-        created_at = updated_at = source.created_at
     return QueryResult(
         type=entry.document.type,
         id=source.id,
@@ -190,6 +166,6 @@ def _result(entry: Ranked, source: Fact | Episode) -> QueryResult:
         score=round(entry.score, 6),
         metadata=source.metadata,
         additional_metadata=source.additional_metadata,
-        created_at=created_at,
-        updated_at=updated_at,
+        created_at=_time(source),
+        updated_at=_time(source),
     )
