@@ -44,6 +44,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy layers/core/src/hippocampus functions infra tools local_stack app.py
+	cd client && ../$(BIN)/mypy src/hippocampus_client
 
 test: venv lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile

@@ -1,0 +1,3 @@
+"""Hippocampus on AWS: the Python client."""
+
+__version__ = "0.1.0"
