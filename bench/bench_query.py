@@ -5,8 +5,14 @@ One process, one moto server (its own process on 127.0.0.1). The user's facts ar
 through the ingest handler; the episodes are written as the condenser writes them, and every
 document gets its vector from the offline embedder (the default without a key). Interleaved:
 - baseline: the get_memory handler answering `GET …/memory` (summary and facts);
-- query: the recall handler answering `POST …/memory/query` (top 10, both types);
-- context: the recall handler answering `POST …/memory/context` (300 words, with a query).
+- query: the recall handler answering `POST …/memory/query` (top 10, both types), in a function
+  that has ranked this user before (it reads the memory, the facts and the episodes since);
+- context: the same for `POST …/memory/context` (300 words, with a query);
+- query after a new turn: a conversation's pattern, an episode condensed and indexed (not timed)
+  before each query;
+- first query in a function: the function's copy of the user's episodes dropped before each
+  query, so it reads the whole partition (2,200 items), as after a cold start or when the
+  user's query lands on a function that has not ranked them (adapters/episode_cache.py).
 
 Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance").
 Figures only, no assertions: `make bench` runs it.
@@ -27,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TENANT, USER = "acme", "long-time-user"
 FACTS, EPISODES = 200, 2_000
 ROUNDS, WARMUP = 40, 5
+BASELINE = "baseline: GET …/memory (200 facts)"
 QUESTIONS = ("which payment provider do we use?", "where do the candles ship?", "what did we plan for Lyon?")
 
 
@@ -75,6 +82,41 @@ def seed(call: Callable[..., Any]) -> None:
     wiring.indexer().index_user(TENANT, USER, ALL_EPISODES)
 
 
+def new_turn(n: int) -> None:
+    """One more episode, written and indexed as the condenser does after a turn."""
+    from hippocampus import wiring
+    from hippocampus.adapters import aws_clients
+    from hippocampus.adapters.dynamodb_episodes import episode_put
+    from hippocampus.adapters.dynamodb_table import Table, key, user_pk
+    from hippocampus.contracts.models import Episode
+
+    episode = Episode(
+        id=f"new_turn_{n}",
+        job_id=f"job-new-{n:06d}",
+        text=f"User: New turn {n} about the Lyon store.\nAssistant: Noted.",
+        created_at=datetime.now(UTC),
+    )
+    table = Table(os.environ["MEMORY_TABLE_NAME"], lambda: aws_clients.client("dynamodb"))  # noqa: TID251
+    count = {
+        "Update": {
+            "TableName": table.name,
+            "Key": key(user_pk(TENANT, USER), "MEMORY"),
+            "UpdateExpression": "ADD episode_count :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
+    table.transact([episode_put(table, TENANT, USER, 0, episode, wiring.episode_store().ttl_s), count])
+    wiring.indexer().index_user(TENANT, USER)
+
+
+def forget_the_user() -> None:
+    """As in a function that has not ranked this user yet (its imports and clients warm)."""
+    from hippocampus import wiring
+
+    wiring.recall_service.cache_clear()
+    wiring.recall_store.cache_clear()
+
+
 def measure() -> dict[str, list[float]]:
     from local_stack.lambda_context import LambdaContext
     from tests.support.lambda_harness import api_event, load_handler
@@ -87,20 +129,29 @@ def measure() -> dict[str, list[float]]:
     with quiet_stdout():
         seed(call)
     base = f"/v1/tenants/{TENANT}/users/{USER}/memory"
-    cases: dict[str, Callable[[int], Any]] = {
-        "baseline: GET …/memory (200 facts)": lambda _: call("get_memory", api_event("GET", base)),
-        "POST …/memory/query (top 10)": lambda n: call(
-            "recall", api_event("POST", base + "/query", {"query": QUESTIONS[n % 3]})
+
+    def query(n: int) -> Any:
+        return call("recall", api_event("POST", base + "/query", {"query": QUESTIONS[n % 3]}))
+
+    cases: dict[str, tuple[Callable[[int], Any], Callable[[int], None] | None]] = {
+        BASELINE: (lambda _: call("get_memory", api_event("GET", base)), None),
+        "POST …/memory/query (top 10)": (query, None),
+        "POST …/memory/context (300 words)": (
+            lambda n: call(
+                "recall", api_event("POST", base + "/context", {"query": QUESTIONS[n % 3], "max_words": 300})
+            ),
+            None,
         ),
-        "POST …/memory/context (300 words)": lambda n: call(
-            "recall", api_event("POST", base + "/context", {"query": QUESTIONS[n % 3], "max_words": 300})
-        ),
+        "query after a new turn": (query, new_turn),
+        "first query in a function": (query, lambda _: forget_the_user()),
     }
     timings: dict[str, list[float]] = {label: [] for label in cases}
     warnings.simplefilter("ignore")
     with quiet_stdout():
         for round_ in range(WARMUP + ROUNDS):
-            for label, run in cases.items():
+            for label, (run, before) in cases.items():
+                if before is not None:
+                    before(round_)
                 started = time.perf_counter()
                 answer = run(round_)
                 if answer["statusCode"] != 200:
@@ -115,7 +166,7 @@ def main() -> None:
         # This process is the functions' execution environment: Lambda's variables, metrics on.
         os.environ.update(function_environment(endpoint, ROOT), POWERTOOLS_METRICS_DISABLED="false")  # noqa: TID251
         timings = measure()
-    base = timings["baseline: GET …/memory (200 facts)"]
+    base = timings[BASELINE]
     base_p50, base_p95 = statistics.median(base), percentile(base, 0.95)
     print(f"query latency, {ROUNDS} rounds interleaved, one user with {FACTS} facts and {EPISODES} episodes")
     print("(256-dimension offline vectors), moto on 127.0.0.1; target <= 3x a memory read")

@@ -282,7 +282,7 @@ class FakeMemoryStore:
 
     # --- RecallStore: the same partition, with the vectors of its documents ---
 
-    def corpus(self, tenant_id: str, user_id: str) -> Corpus:
+    def corpus(self, tenant_id: str, user_id: str, model: str | None = None) -> Corpus:
         state, facts = self.read_memory(tenant_id, user_id, with_facts=True)
         vectors = self.vectors.get((tenant_id, user_id), {})
         episodes = self.episodes(tenant_id, user_id, state.generation)

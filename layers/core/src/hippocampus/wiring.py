@@ -96,8 +96,9 @@ def list_service() -> ListService:
 @lru_cache(maxsize=1)
 def recall_store() -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.episode_cache import EpisodeCache
 
-    return DynamoRecallStore(_table(), memory_store())
+    return DynamoRecallStore(_table(), memory_store(), EpisodeCache(get_settings().max_episodes))
 
 
 @lru_cache(maxsize=1)

@@ -1,7 +1,8 @@
 """RecallStore on the DynamoDB table: a user's facts and episodes with their vectors.
 
-One paged `Query` of the user's partition reads the memory, the facts and the episodes at once
-(docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
+A query reads the memory item with the facts (as a memory read does), then the episodes: all of
+them the first time a function ranks the user, afterwards only what changed (adapters/episode_cache.py;
+docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
 from typing import Any
@@ -21,8 +22,10 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
+from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 
@@ -36,26 +39,41 @@ def _generation(raw: dict[str, Any]) -> int:
     return int(raw.get("generation", {}).get("N", "0"))
 
 
+def _expiry(raw: dict[str, Any]) -> int | None:
+    expires = raw.get(TTL, {}).get("N")
+    return int(expires) if expires is not None else None
+
+
 class DynamoRecallStore:
-    def __init__(self, table: Table, memory: DynamoMemoryStore) -> None:
+    def __init__(self, table: Table, memory: DynamoMemoryStore, cache: EpisodeCache) -> None:
         self._table = table
         self._memory = memory
+        self._cache = cache
 
-    def corpus(self, tenant_id: str, user_id: str) -> Corpus:
+    def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
+        pk = user_pk(tenant_id, user_id)
         memory_raw: dict[str, Any] | None = None
         facts: list[dict[str, Any]] = []
-        episodes: list[dict[str, Any]] = []
-        for raw in self._table.query_partition(user_pk(tenant_id, user_id)):
+        # First the memory item and the facts (a memory read), then the episodes: read in this
+        # order, the episode count on the memory item is never newer than the episodes found.
+        for raw in self._table.query_partition(pk, sk_from=FACT_PREFIX):
             sk = raw[SK]["S"]
             if sk == MEMORY_SK:
                 memory_raw = raw
-            elif self._table.expired(raw):
-                continue
-            elif sk.startswith(FACT_PREFIX):
+            elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
                 facts.append(raw)
-            elif sk.startswith(EPISODE_PREFIX):
-                episodes.append(raw)
         state = self._memory.memory_state(memory_raw)
+
+        def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
+            return [
+                (raw[SK]["S"], CachedEpisode(Indexed(episode_of(raw), _vector(raw)), _expiry(raw)))
+                for raw in self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start)
+                if _generation(raw) == state.generation
+            ]
+
+        episodes = self._cache.episodes(
+            (tenant_id, user_id), state.generation, state.episode_count, model, read
+        )
         # Items of an earlier generation are ones a delete has not finished erasing: never returned.
         return Corpus(
             state=state,
@@ -64,11 +82,7 @@ class DynamoRecallStore:
                 for raw in facts
                 if _generation(raw) == state.generation
             ],
-            episodes=[
-                Indexed(episode_of(raw), _vector(raw))
-                for raw in episodes
-                if _generation(raw) == state.generation
-            ],
+            episodes=episodes.current(self._table.epoch()),
         )
 
     def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:

@@ -145,14 +145,19 @@ class Table:
         sk_prefix: str | None = None,
         sk_from: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """The partition's items (under `sk_prefix`, or from the sort key `sk_from` on), paged."""
+        """The partition's items (under `sk_prefix`, from the sort key `sk_from` on, or both), paged."""
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
             "ConsistentRead": True,
         }
-        if sk_prefix:
+        if sk_prefix and sk_from:
+            # The prefix's range from `sk_from` on: up to the key right after every key it begins.
+            kwargs["KeyConditionExpression"] += " AND sk BETWEEN :from AND :to"
+            kwargs["ExpressionAttributeValues"][":from"] = {"S": sk_from}
+            kwargs["ExpressionAttributeValues"][":to"] = {"S": sk_prefix[:-1] + chr(ord(sk_prefix[-1]) + 1)}
+        elif sk_prefix:
             kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
             kwargs["ExpressionAttributeValues"][":prefix"] = {"S": sk_prefix}
         elif sk_from:

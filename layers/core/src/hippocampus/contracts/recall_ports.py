@@ -48,7 +48,10 @@ class Unindexed:
 class RecallStore(Protocol):
     """The recall side of a user's partition: its documents with their vectors."""
 
-    def corpus(self, tenant_id: str, user_id: str) -> Corpus: ...
+    def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
+        """The user's documents; `model` is the one whose vectors count (None: no vectors wanted),
+        so a store that keeps documents between calls knows which still wait for a vector."""
+        ...
 
     def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
         """The current facts, and episodes among the newest `recent_episodes`, lacking a vector of `model`."""

@@ -86,8 +86,9 @@ class RecallService:
         )
 
     def _corpus(self, tenant_id: str, user_id: str) -> Corpus:
+        embedder = self._embedder()
         with self._tracing.span("dynamodb.read_corpus", tenant_id=tenant_id):
-            return self._store.corpus(tenant_id, user_id)
+            return self._store.corpus(tenant_id, user_id, model_key(embedder) if embedder else None)
 
     def _query_vector(self, embedder: Embedder | None, text: str) -> list[float] | None:
         """The query's vector; None without a model, or when the provider fails: the answer is

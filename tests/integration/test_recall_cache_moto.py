@@ -1,0 +1,96 @@
+"""A warm recall function reads again only what changed in the user's partition, and still answers
+as a whole read would (adapters/episode_cache.py, docs/architecture.md "Recall"), on moto."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+
+from hippocampus import wiring
+from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_episodes import episode_put
+from hippocampus.adapters.dynamodb_table import Table, key, user_pk
+from hippocampus.contracts.models import Episode
+from tests.support.lambda_harness import Service
+
+T, U = "acme", "alice"
+MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
+
+
+def ingest(service: Service, *texts: str) -> None:
+    items = [{"id": f"turn{abs(hash(text)) % 10**8}", "text": text} for text in texts]
+    assert service.call("POST", MEMORY, {"items": items}).status == 202
+    service.drain()
+
+
+def found(service: Service, text: str) -> list[str]:
+    response = service.call("POST", MEMORY + "/query", {"query": text, "types": ["episode"]})
+    assert response.status == 200, response.body
+    return [result["text"] for result in response.body["results"]]
+
+
+@pytest.fixture
+def items_read(aws: Any) -> list[int]:
+    """The number of items each DynamoDB Query of the functions returned."""
+    counts: list[int] = []
+
+    def count(parsed: dict[str, Any], **_: Any) -> None:
+        counts.append(len(parsed.get("Items", [])))
+
+    aws_clients.client("dynamodb").meta.events.register("after-call.dynamodb.Query", count)
+    return counts
+
+
+def test_the_next_query_reads_only_the_new_turn_and_finds_it(service: Service, items_read: list[int]) -> None:
+    ingest(service, *(f"Turn {n} about the candle shop." for n in range(30)))
+    assert found(service, "candle shop")
+    items_read.clear()
+    ingest(service, "We now also sell soap in Porto.")
+    items_read.clear()
+    assert found(service, "soap in Porto")[0] == "We now also sell soap in Porto."
+    # The memory item (no facts), then the newest episode kept and the new one.
+    assert items_read == [1, 2]
+
+
+def test_a_turn_written_out_of_order_is_found(service: Service, aws: Any) -> None:
+    ingest(service, "The shop opened in Lyon.")
+    assert found(service, "Lyon")
+    state, _ = wiring.memory_store().read_memory(T, U, with_facts=False)
+    late = Episode(
+        id="late",
+        job_id="job-late",
+        text="Redriven: the supplier in Porto was paid.",
+        created_at=datetime(2020, 1, 1, tzinfo=UTC),  # sorts before every episode kept
+    )
+    # As the condenser writes an episode: the item, and the memory's episode count.
+    table = Table(aws.table_name, lambda: aws_clients.client("dynamodb"))
+    count = {
+        "Update": {
+            "TableName": aws.table_name,
+            "Key": key(user_pk(T, U), "MEMORY"),
+            "UpdateExpression": "ADD episode_count :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
+    table.transact([episode_put(table, T, U, state.generation, late, 3600), count])
+    assert found(service, "supplier Porto paid") == ["Redriven: the supplier in Porto was paid."]
+
+
+def test_a_trimmed_turn_is_never_returned(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_MAX_EPISODES", "2")
+    wiring.reset()
+    capped = Service(aws.queue_url, boto3.client("sqs"))
+    for n in range(4):
+        ingest(capped, f"Turn {n} about candles.")
+        assert len(found(capped, "candles")) == min(n + 1, 2)
+    assert found(capped, "candles") == ["Turn 3 about candles.", "Turn 2 about candles."]
+
+
+def test_after_a_delete_nothing_of_the_user_comes_back(service: Service) -> None:
+    ingest(service, "The shop opened in Lyon.")
+    assert found(service, "Lyon")
+    assert service.call("DELETE", MEMORY).status == 204
+    assert found(service, "Lyon") == []
+    ingest(service, "A new start in Nantes.")
+    assert found(service, "Lyon Nantes") == ["A new start in Nantes."]
