@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar o
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv venv-local venv-synth test lint unit dev synth deploy bench clean
+.PHONY: venv venv-local venv-synth test lint unit dev synth deploy bench openapi clean
 
 venv: $(STAMP)
 venv-local: $(LOCAL_STAMP)
@@ -65,6 +65,9 @@ deploy: venv-synth
 
 bench: venv
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python -m "bench.$$(basename $$script .py)" || exit 1; done
+
+openapi: venv-local
+	$(BIN)/python -m tools.openapi docs/openapi.json
 
 clean:
 	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache

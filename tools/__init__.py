@@ -8,6 +8,7 @@ layers hold"):
 - `tools.cache`: input-hash stamps (skip an unchanged build) and file locks (parallel builders).
 - `tools.assets`: everything the stack ships, as `BuiltAssets` (`build_all`).
 - `tools.synth_summary`: what `make synth` prints about the synthesized stack.
+- `tools.openapi`: writes the API's OpenAPI document to `docs/openapi.json` (`make openapi`).
 
 No module of this package imports aws_cdk: the benchmark and the local stack may use them.
 """

@@ -1,9 +1,8 @@
-"""Path, query and header parameters of the routes, with the OpenAPI error responses they share."""
+"""Path, query and header parameters of the routes (their responses: api/openapi_responses.py)."""
 
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from hippocampus.contracts.limits import (
     IDENTIFIER_PATTERN,
@@ -41,20 +40,3 @@ IdempotencyKey = Annotated[
 IfMatch = Annotated[
     str | None, Header(alias="If-Match", description='The expected version as an ETag, e.g. "3"')
 ]
-
-ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
-    status: {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}},
-    }
-    for status, description in {
-        400: "Malformed JSON",
-        415: "The body is not JSON (Content-Type)",
-        404: "Unknown route, job or fact",
-        409: "Version, idempotency or write conflict",
-        413: "Body over 1 MiB",
-        422: "Schema or limit violation",
-        429: "Throttled",
-        503: "A dependency is unavailable",
-    }.items()
-}

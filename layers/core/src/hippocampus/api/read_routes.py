@@ -9,11 +9,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
 from hippocampus.api.params import (
-    ERROR_RESPONSES,
     ExportCursor,
     HistoryLimit,
     JobId,
@@ -70,19 +70,33 @@ IfNoneMatch = Annotated[
 ]
 
 
-@router.get(HEALTH_PATH, summary="Liveness")
+@router.get(
+    HEALTH_PATH, summary="Liveness", operation_id="getHealth", tags=["health"], responses=documented.HEALTH
+)
 def health() -> HealthResponse:
     return HealthResponse()
 
 
-@router.get(powertools_path(MEMORY_PATH), summary="The user's memory", responses=ERROR_RESPONSES)
+@router.get(
+    powertools_path(MEMORY_PATH),
+    summary="The user's memory",
+    operation_id="getMemory",
+    tags=["memory"],
+    responses=documented.GET_MEMORY,
+)
 def get_memory(
     tenant_id: TenantId, user_id: UserId, reads: Reads, if_none_match: IfNoneMatch = None
 ) -> Response[MemoryBody | None]:
     return conditional_memory_response(reads.get_memory(tenant_id, user_id), if_none_match)
 
 
-@router.get(powertools_path(HISTORY_PATH), summary="Past versions, newest first", responses=ERROR_RESPONSES)
+@router.get(
+    powertools_path(HISTORY_PATH),
+    summary="Past versions, newest first",
+    operation_id="getHistory",
+    tags=["memory"],
+    responses=documented.HISTORY,
+)
 def get_history(
     tenant_id: TenantId, user_id: UserId, reads: Reads, limit: HistoryLimit = DEFAULT_HISTORY_LIMIT
 ) -> HistoryResponse:
@@ -92,7 +106,9 @@ def get_history(
 @router.get(
     powertools_path(EXPORT_PATH),
     summary="Everything stored about the user (in pages when long)",
-    responses=ERROR_RESPONSES,
+    operation_id="exportMemory",
+    tags=["memory"],
+    responses=documented.EXPORT,
 )
 def export_memory(
     tenant_id: TenantId, user_id: UserId, exports: Exports, cursor: ExportCursor = None
@@ -100,7 +116,13 @@ def export_memory(
     return exports.export(tenant_id, user_id, cursor)
 
 
-@router.get(powertools_path(FACTS_PATH), summary="The user's facts, newest first", responses=ERROR_RESPONSES)
+@router.get(
+    powertools_path(FACTS_PATH),
+    summary="The user's facts, newest first",
+    operation_id="listFacts",
+    tags=["memory"],
+    responses=documented.FACTS,
+)
 def list_facts(
     tenant_id: TenantId,
     user_id: UserId,
@@ -112,7 +134,11 @@ def list_facts(
 
 
 @router.get(
-    powertools_path(EPISODES_PATH), summary="The user's episodes, newest first", responses=ERROR_RESPONSES
+    powertools_path(EPISODES_PATH),
+    summary="The user's episodes, newest first",
+    operation_id="listEpisodes",
+    tags=["memory"],
+    responses=documented.EPISODES,
 )
 def list_episodes(
     tenant_id: TenantId,
@@ -124,7 +150,13 @@ def list_episodes(
     return lists.list_episodes(tenant_id, user_id, limit, cursor)
 
 
-@router.get(powertools_path(JOB_PATH), summary="One ingestion job", responses=ERROR_RESPONSES)
+@router.get(
+    powertools_path(JOB_PATH),
+    summary="One ingestion job",
+    operation_id="getJob",
+    tags=["jobs"],
+    responses=documented.JOB,
+)
 def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
     return reads.get_job(tenant_id, job_id)
 

@@ -8,10 +8,11 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
+from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
-from hippocampus.api.params import ERROR_RESPONSES, TenantId, UserId
+from hippocampus.api.params import TenantId, UserId
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import DirectInvocation
 from hippocampus.contracts.recall import ContextRequest, ContextResponse, QueryRequest, QueryResponse
@@ -29,7 +30,11 @@ Recall = Annotated[RecallService, Depends(recall_service)]
 
 
 @router.post(
-    powertools_path(QUERY_PATH), summary="Search the user's facts and episodes", responses=ERROR_RESPONSES
+    powertools_path(QUERY_PATH),
+    summary="Search the user's facts and episodes",
+    operation_id="queryMemory",
+    tags=["recall"],
+    responses=documented.QUERY,
 )
 def query_memory(
     tenant_id: TenantId, user_id: UserId, request: QueryRequest, recall: Recall
@@ -38,7 +43,11 @@ def query_memory(
 
 
 @router.post(
-    powertools_path(CONTEXT_PATH), summary="A context block to prepend to a prompt", responses=ERROR_RESPONSES
+    powertools_path(CONTEXT_PATH),
+    summary="A context block to prepend to a prompt",
+    operation_id="getContext",
+    tags=["recall"],
+    responses=documented.CONTEXT,
 )
 def get_context(
     tenant_id: TenantId, user_id: UserId, request: ContextRequest, recall: Recall

@@ -9,11 +9,12 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.direct import DirectHandler, require
 from hippocampus.api.envelope import JSON
 from hippocampus.api.idempotency import IdempotentIngest
-from hippocampus.api.params import ERROR_RESPONSES, FactId, IdempotencyKey, IfMatch, TenantId, UserId
+from hippocampus.api.params import FactId, IdempotencyKey, IfMatch, TenantId, UserId
 from hippocampus.api.responses import memory_response, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
@@ -58,7 +59,13 @@ def expected_version(body_version: int | None, if_match: str | None) -> int | No
     return header_version
 
 
-@router.post(powertools_path(MEMORY_PATH), summary="Ingest items", responses=ERROR_RESPONSES)
+@router.post(
+    powertools_path(MEMORY_PATH),
+    summary="Ingest items",
+    operation_id="ingestMemory",
+    tags=["memory"],
+    responses=documented.INGEST,
+)
 def post_memory(
     tenant_id: TenantId,
     user_id: UserId,
@@ -71,7 +78,13 @@ def post_memory(
     return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=jobs)
 
 
-@router.put(powertools_path(MEMORY_PATH), summary="Replace the summary by hand", responses=ERROR_RESPONSES)
+@router.put(
+    powertools_path(MEMORY_PATH),
+    summary="Replace the summary by hand",
+    operation_id="putMemory",
+    tags=["memory"],
+    responses=documented.PUT_MEMORY,
+)
 def put_memory(
     tenant_id: TenantId, user_id: UserId, request: PutMemoryRequest, edits: Edits, if_match: IfMatch = None
 ) -> Response[MemoryBody]:
@@ -79,13 +92,25 @@ def put_memory(
     return memory_response(edits.put_memory(tenant_id, user_id, request.memory, version))
 
 
-@router.delete(powertools_path(MEMORY_PATH), summary="Forget the user entirely", responses=ERROR_RESPONSES)
+@router.delete(
+    powertools_path(MEMORY_PATH),
+    summary="Forget the user entirely",
+    operation_id="deleteMemory",
+    tags=["memory"],
+    responses=documented.DELETE_MEMORY,
+)
 def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Response[None]:
     edits.delete_memory(tenant_id, user_id)
     return Response(status_code=204)
 
 
-@router.delete(powertools_path(FACT_PATH), summary="Delete one fact", responses=ERROR_RESPONSES)
+@router.delete(
+    powertools_path(FACT_PATH),
+    summary="Delete one fact",
+    operation_id="deleteFact",
+    tags=["memory"],
+    responses=documented.DELETE_FACT,
+)
 def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
     edits.delete_fact(tenant_id, user_id, fact_id)
     return Response(status_code=204)

@@ -1,0 +1,118 @@
+"""The OpenAPI responses each route declares: its success, the `ETag` header, its error statuses.
+
+From docs/api.md "Routes", "Errors" and "Headers". Plain dicts, cheap to import on a cold start:
+a schema given here is a `$ref` by model name (resolved when `api/openapi.py` builds the
+document), and a success without one takes the schema of the handler's return annotation, so
+declaring them builds no model. Every error body is the envelope of docs/api.md "Errors".
+"""
+
+from collections.abc import Mapping
+from typing import Final
+
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
+
+JSON: Final = "application/json"
+ERROR_ENVELOPE: Final = "ErrorEnvelope"
+
+
+def schema_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_ETAG: Final[dict[str, OpenAPIResponseHeader]] = {
+    "ETag": {
+        "description": 'Names the memory body: `"<version>"` without facts, `"<version>-<digest>"` with them',
+        "schema": {"type": "string"},
+    }
+}
+
+# What any request may meet: the checks before routing (api/entry.py) and API Gateway's own answers.
+REQUEST_ERRORS: Final[Mapping[int, str]] = {
+    400: "`malformed_json`: the body is not strict JSON, or not UTF-8",
+    403: "`access_denied`, `invalid_signature` or `expired_token`: SigV4 refused (API Gateway)",
+    404: "`not_found`: no such route, or the request is not signed (API Gateway)",
+    413: "`payload_too_large`: the body is over 1 MiB",
+    415: "`unsupported_media_type`: a body whose Content-Type is not JSON",
+    422: "`validation_error`: a path id, parameter, header or field breaks the schema (`details` name them)",
+    429: "`throttled`: over the stage's rate or burst limit (API Gateway)",
+    500: "`internal_error`: an unexpected error",
+    502: "`dependency_unavailable`: the function failed (API Gateway)",
+    504: "`timeout`: the function did not answer in time (API Gateway)",
+}
+# What a route that reads or writes the stores may also meet.
+STORAGE_ERRORS: Final[Mapping[int, str]] = {
+    503: "`dependency_unavailable`: DynamoDB, S3 or SQS failed; retry"
+}
+_CURSOR: Final = REQUEST_ERRORS[422] + ", or a `cursor` this service did not give"
+
+
+def success(description: str, *, model: str | None = None, etag: bool = False) -> OpenAPIResponse:
+    """A success with a JSON body: `model`'s, else the one the handler's return annotation names."""
+    response: OpenAPIResponse = {"description": description}
+    if model is not None:
+        response["content"] = {JSON: {"schema": schema_ref(model)}}
+    if etag:
+        response["headers"] = dict(_ETAG)
+    return response
+
+
+def no_body(description: str, *, etag: bool = False) -> OpenAPIResponse:
+    # Powertools fills in an absent `content`; an empty one stays, and `api/openapi.py` drops it.
+    response: OpenAPIResponse = {"description": description, "content": {}}
+    if etag:
+        response["headers"] = dict(_ETAG)
+    return response
+
+
+def error(description: str) -> OpenAPIResponse:
+    return {"description": description, "content": {JSON: {"schema": schema_ref(ERROR_ENVELOPE)}}}
+
+
+def responses(
+    successes: Mapping[int, OpenAPIResponse], errors: Mapping[int, str] | None = None, *, storage: bool = True
+) -> dict[int, OpenAPIResponse]:
+    """`successes`, then every error status the route can answer: the request's, the stores' (when
+    `storage`), and `errors`, the route's own (which may describe a shared status more precisely)."""
+    statuses = {**REQUEST_ERRORS, **(STORAGE_ERRORS if storage else {}), **(errors or {})}
+    return {**successes, **{status: error(statuses[status]) for status in sorted(statuses)}}
+
+
+HEALTH: Final = responses({200: success("The service is up")}, storage=False)
+GET_MEMORY: Final = responses(
+    {
+        200: success(
+            "The memory and its facts (version 0 for a user never seen)", model="MemoryBody", etag=True
+        ),
+        304: no_body("Not modified: the memory still has an ETag `If-None-Match` named", etag=True),
+    }
+)
+INGEST: Final = responses(
+    {202: success("Accepted: one job per item, in item order")},
+    {
+        409: "`idempotency_conflict` (the key was used with another body, or is in progress) "
+        "or `write_conflict` (another request held the user's facts; send again)",
+        422: REQUEST_ERRORS[422] + ", or `limit_exceeded`: facts per user or in total",
+    },
+)
+PUT_MEMORY: Final = responses(
+    {200: success("The new memory, one version up", etag=True)},
+    {
+        409: "`version_conflict`: the memory is not at the expected version, or changed meanwhile",
+        422: REQUEST_ERRORS[422] + " (also no expected version, or a bad `If-Match`), "
+        "or `limit_exceeded`: over `max_words` words or their character bound",
+    },
+)
+DELETE_MEMORY: Final = responses({204: no_body("Forgotten: nothing of the user is kept")})
+DELETE_FACT: Final = responses(
+    {204: no_body("The fact is deleted")}, {404: REQUEST_ERRORS[404] + "; or the user has no such fact"}
+)
+HISTORY: Final = responses({200: success("Past versions of the summary, newest first")})
+EXPORT: Final = responses({200: success("Everything stored about the user, one page")}, {422: _CURSOR})
+FACTS: Final = responses({200: success("One page of the user's facts, newest first")}, {422: _CURSOR})
+EPISODES: Final = responses({200: success("One page of the user's episodes, newest first")}, {422: _CURSOR})
+JOB: Final = responses(
+    {200: success("The job")},
+    {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
+)
+QUERY: Final = responses({200: success("The user's facts and episodes ranked for the query")})
+CONTEXT: Final = responses({200: success("A block of context, within `max_words`")})
