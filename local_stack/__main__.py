@@ -144,6 +144,19 @@ def _state_line(stack: LocalStack) -> str:
     return f"State: {directory} ({stack.restored.summary()}; --in-memory or MEMORY_LOCAL_DATA_DIR={IN_MEMORY} to not keep it)"
 
 
+def _invoke_lines(stack: LocalStack, url: str) -> tuple[str, str]:
+    """The Invoke API's banner line and its `aws lambda invoke` example (docs/api.md "Direct invocation")."""
+    assert stack.invoke_api is not None
+    names = stack.invoke_api.function_names
+    region = stack.resources.region if stack.resources else "us-east-1"
+    example = (
+        f"  aws lambda invoke --endpoint-url {url} --no-sign-request --region {region} "
+        f"--function-name {names[0]} --cli-binary-format raw-in-base64-out \\\n"
+        """    --payload '{"action": "get_memory", "tenant_id": "acme", "user_id": "alice"}' /dev/stdout"""
+    )
+    return f"Lambda Invoke API: {url} (functions {', '.join(names)})", example
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.quiet)
@@ -191,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_provider_line(stack), flush=True)
     print(_embedding_line(stack), flush=True)
     print(_state_line(stack), flush=True)
+    invoke_line, invoke_example = _invoke_lines(stack, url)
+    print(invoke_line, flush=True)
     print("Try it:", flush=True)
     print(
         f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory -H 'Content-Type: application/json' \\\n"
@@ -203,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         """    -d '{"query": "What does Alice sell?"}'""",
         flush=True,
     )
+    print(invoke_example, flush=True)
     print("Press Ctrl-C to stop.", flush=True)
 
     while not stop.wait(0.5):

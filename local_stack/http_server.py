@@ -5,6 +5,8 @@ a larger one is answered 413, a malformed one 400, in the error envelope), whate
 method, each on its own thread, with one access log line per request. At most
 `MAX_IN_FLIGHT` requests are served at once; one more is answered 429 at once (the envelope of
 API Gateway's THROTTLED), so a burst costs threads and memory bounded by that, not by its size.
+`POST /2015-03-31/functions/{name}/invocations` goes to Lambda's Invoke API instead
+(`lambda_invoke.py`), which answers those refusals in Lambda's error shape.
 """
 
 import logging
@@ -16,6 +18,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from local_stack import lambda_invoke
 from local_stack.apigateway import (
     ApiGateway,
     HttpRequest,
@@ -47,6 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "hippocampus-local"
     sys_version = ""
     gateway: ApiGateway  # set on the subclass built by `ApiServer`
+    invoke_api: lambda_invoke.LambdaInvokeApi | None  # likewise; None: API Gateway only
     in_flight: threading.BoundedSemaphore  # likewise, shared by the server's threads
 
     def _serve(self) -> None:
@@ -68,16 +72,30 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
         except _BodyTooLarge:
             self.close_connection = True
-            return request_too_large(str(uuid.uuid4()))
+            return self._refusal(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "")
         except ValueError as exc:
             self.close_connection = True
-            return gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", str(exc), str(uuid.uuid4()))
+            return self._refusal(HTTPStatus.BAD_REQUEST, str(exc))
         if not self.in_flight.acquire(blocking=False):
-            return throttled(str(uuid.uuid4()))
+            return self._refusal(HTTPStatus.TOO_MANY_REQUESTS, "")
         try:
             return self._forward(body)
         finally:
             self.in_flight.release()
+
+    def _invoking(self) -> bool:
+        return self.invoke_api is not None and self.invoke_api.serves(self.command, self.path)
+
+    def _refusal(self, status: HTTPStatus, message: str) -> HttpResponse:
+        """This server's own answer, in the API's envelope, or Lambda's shape on the Invoke API."""
+        request_id = str(uuid.uuid4())
+        if self._invoking():
+            return lambda_invoke.refusal(status, message, request_id)
+        if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+            return request_too_large(request_id)
+        if status == HTTPStatus.TOO_MANY_REQUESTS:
+            return throttled(request_id)
+        return gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", message, request_id)
 
     def _forward(self, body: bytes) -> HttpResponse:
         request = HttpRequest(
@@ -89,6 +107,8 @@ class _Handler(BaseHTTPRequestHandler):
             protocol=self.request_version,
             host=self.headers.get("Host") or LOOPBACK,
         )
+        if self.invoke_api is not None and self._invoking():
+            return self.invoke_api.handle(request)
         return self.gateway.handle(request)
 
     def _read_body(self) -> bytes:
@@ -167,10 +187,20 @@ class _Server(ThreadingHTTPServer):
 
 
 class ApiServer:
-    """A threading HTTP server on loopback serving the API Gateway emulation."""
+    """A threading HTTP server on loopback serving the API Gateway emulation (and Lambda's Invoke API)."""
 
-    def __init__(self, gateway: ApiGateway, host: str, port: int) -> None:
-        attributes = {"gateway": gateway, "in_flight": threading.BoundedSemaphore(MAX_IN_FLIGHT)}
+    def __init__(
+        self,
+        gateway: ApiGateway,
+        host: str,
+        port: int,
+        invoke_api: lambda_invoke.LambdaInvokeApi | None = None,
+    ) -> None:
+        attributes = {
+            "gateway": gateway,
+            "invoke_api": invoke_api,
+            "in_flight": threading.BoundedSemaphore(MAX_IN_FLIGHT),
+        }
         handler = type("ApiHandler", (_Handler,), attributes)
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None

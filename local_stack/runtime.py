@@ -47,14 +47,27 @@ class LocalFunctionSpec:
     timeout_s: int
     memory_mb: int
     region: str
+    # The deployed function's name (`hippocampus-dev-get-memory`), which the Invoke API answers to.
+    deployed_name: str = ""
 
     @property
     def function_name(self) -> str:
-        return f"hippocampus-local-{self.name}"
+        return self.deployed_name or f"hippocampus-local-{self.name}"
 
 
 class FunctionError(RuntimeError):
-    """The invocation failed as Lambda reports it: an unhandled error, a timeout, a failed init."""
+    """The invocation failed as Lambda reports it: an unhandled error, a timeout, a failed init.
+
+    `error_type` and `error_message` are the `errorType` and `errorMessage` Lambda's Invoke API
+    returns for it (local_stack/lambda_invoke.py).
+    """
+
+    def __init__(
+        self, message: str, error_type: str = "Runtime.Unknown", error_message: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.error_message = message if error_message is None else error_message
 
 
 class Throttled(FunctionError):
@@ -145,8 +158,10 @@ class LocalFunction:
         # What Lambda bills: each invocation's duration, rounded up to the millisecond (init excluded).
         self.billed_ms = 0
 
-    def invoke(self, event: dict[str, Any]) -> Any:
-        """The handler's response to `event`; FunctionError when Lambda would report an error."""
+    def invoke(self, event: Any, request_id: str | None = None) -> Any:
+        """The handler's response to `event`; FunctionError when Lambda would report an error.
+
+        `request_id`: the invocation's `aws_request_id` (a new one by default)."""
         if not self._slots.acquire(timeout=self.throttle_wait_s):
             self.throttles += 1
             raise Throttled(f"{self.spec.name}: Rate Exceeded (concurrency limit reached)")
@@ -154,7 +169,7 @@ class LocalFunction:
             worker = self._take()
             healthy = False
             try:
-                result = self._run(worker, event)
+                result = self._run(worker, event, request_id)
                 healthy = True
                 return result
             except FunctionError:
@@ -184,23 +199,23 @@ class LocalFunction:
         for worker in workers:
             worker.finish(deadline)
 
-    def _run(self, worker: _Worker, event: dict[str, Any]) -> Any:
+    def _run(self, worker: _Worker, event: Any, request_id: str | None) -> Any:
         started = time.monotonic()
         try:
-            return self._exchange(worker, event)
+            return self._exchange(worker, event, request_id)
         finally:
             billed = math.ceil((time.monotonic() - started) * 1000)
             with self._lock:
                 self.billed_ms += billed
 
-    def _exchange(self, worker: _Worker, event: dict[str, Any]) -> Any:
-        context = self._context()
+    def _exchange(self, worker: _Worker, event: Any, request_id: str | None) -> Any:
+        context = self._context(request_id)
         self.invocations += 1
         try:
             worker.connection.send((event, asdict(context)))
         except (OSError, ValueError) as exc:
             worker.kill()
-            raise FunctionError(f"{self.spec.name}: Runtime.ExitError ({exc})") from exc
+            raise FunctionError(f"{self.spec.name}: Runtime.ExitError ({exc})", "Runtime.ExitError") from exc
         if not worker.connection.poll(self.spec.timeout_s):
             worker.kill()
             log.error(
@@ -209,17 +224,23 @@ class LocalFunction:
                 context.aws_request_id,
                 self.spec.timeout_s,
             )
-            raise FunctionError(f"{self.spec.name}: Task timed out after {self.spec.timeout_s} seconds")
+            raise FunctionError(
+                f"{self.spec.name}: Task timed out after {self.spec.timeout_s} seconds",
+                "Sandbox.Timedout",
+                f"Task timed out after {self.spec.timeout_s:.2f} seconds",
+            )
         try:
             status, value = worker.connection.recv()
         except (EOFError, OSError) as exc:
             worker.kill()
             log.error("%s: request %s: the runtime exited", self.spec.name, context.aws_request_id)
-            raise FunctionError(f"{self.spec.name}: Runtime.ExitError") from exc
+            raise FunctionError(f"{self.spec.name}: Runtime.ExitError", "Runtime.ExitError") from exc
         if status == "ok":
             return value
         log.error("%s: request %s failed: %s", self.spec.name, context.aws_request_id, value)
-        raise FunctionError(f"{self.spec.name}: {value}")
+        # The worker reports "<exception type>: <message>", as Lambda's errorType and errorMessage.
+        error_type, _, error_message = str(value).partition(": ")
+        raise FunctionError(f"{self.spec.name}: {value}", error_type, error_message)
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -250,8 +271,9 @@ class LocalFunction:
             self._all.discard(worker)
         worker.kill()
 
-    def _context(self) -> LambdaContext:
+    def _context(self, request_id: str | None) -> LambdaContext:
         return LambdaContext(
+            aws_request_id=request_id or str(uuid.uuid4()),
             function_name=self.spec.function_name,
             memory_limit_in_mb=self.spec.memory_mb,
             invoked_function_arn=self.arn,

@@ -16,6 +16,7 @@ from local_stack.durable import Restored
 from local_stack.environment import aws_region, runtime_environment
 from local_stack.event_source import SqsEventSource
 from local_stack.http_server import ApiServer
+from local_stack.lambda_invoke import LambdaInvokeApi, deployed_function_name
 from local_stack.moto_endpoint import MotoEndpoint
 from local_stack.paths import FUNCTIONS_DIR, LOOPBACK
 from local_stack.runtime import THROTTLE_WAIT_S, LocalFunction, LocalFunctionSpec
@@ -23,7 +24,7 @@ from local_stack.schedule import DEAD_LETTER_PASS_LOCAL_S, Schedule
 
 log = logging.getLogger("local_stack")
 
-FUNCTIONS = ("get_memory", "ingest", "condenser", "recall")
+FUNCTIONS = ("get_memory", "ingest", "recall", "condenser")
 
 
 @dataclass
@@ -53,6 +54,7 @@ class LocalStack:
         self.restored: Restored | None = None
         self.settings: Settings | None = None
         self._api: ApiServer | None = None
+        self.invoke_api: LambdaInvokeApi | None = None
         self._event_source: SqsEventSource | None = None
         self._schedule: Schedule | None = None
 
@@ -70,8 +72,11 @@ class LocalStack:
         user_env.update(self.options.extra_environment)
         deployment = defaults.load()
         region = aws_region(user_env)
-        # Bind the API port first: a port in use fails at once, before anything else starts.
-        self._api = ApiServer(ApiGateway(self._invoke_http, self.options.stage), LOOPBACK, self.options.port)
+        # Bind the API port first: a port in use fails at once, before anything else starts. The same
+        # port serves Lambda's Invoke API over `self.functions`, filled before it serves anything.
+        self.invoke_api = LambdaInvokeApi(self.functions, region)
+        gateway = ApiGateway(self._invoke_http, self.options.stage)
+        self._api = ApiServer(gateway, LOOPBACK, self.options.port, self.invoke_api)
         try:
             self._start(user_env, deployment, region)
         except BaseException:
@@ -110,6 +115,7 @@ class LocalStack:
                 timeout_s=function.timeout_s,
                 memory_mb=function.memory_mb,
                 region=region,
+                deployed_name=deployed_function_name(deployment.config.name_prefix, name),
             )
             self.functions[name] = LocalFunction(spec, self.options.concurrency, self.options.throttle_wait_s)
         # One environment of each function now, in parallel: a broken handler fails at start-up with
@@ -146,6 +152,8 @@ class LocalStack:
         if self._api is not None:
             self._api.stop()
             self._api = None
+        if self.invoke_api is not None:
+            self.invoke_api.stop()
         if self._schedule is not None:
             self._schedule.stop()
             self._schedule = None
