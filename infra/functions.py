@@ -199,6 +199,7 @@ class Functions(Construct):
         self._condenser_triggers(queueing)
         condenser_role = self.by_name["condenser"].role
         grants.grant_condenser_storage(condenser_role, storage)
+        grants.grant_condenser_redrive(condenser_role, queueing)
         grants.grant_condenser_models(condenser_role, config, self.llm_secret)
 
     @property

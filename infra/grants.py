@@ -80,6 +80,24 @@ def grant_condenser_storage(role: iam.IRole, storage: Storage) -> None:
     list_prefixes(role, storage.bucket, [schema.RAW_PREFIX])
 
 
+def grant_condenser_redrive(role: iam.IRole, queueing: Queueing) -> None:
+    """The redrive of the DLQ (docs/operations.md "The dead-letter queue"): take its messages,
+    send them back to the ingest queue, delete them once sent, make the unsent visible again, and
+    count what is left. SendMessage also authorises SendMessageBatch; DeleteMessage and
+    ChangeMessageVisibility, their batch forms. Nothing else on either queue: the event source
+    mapping consumes the ingest queue with the actions it grants itself."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queueing.queue.queue_arn])
+    )
+    on_dlq = [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+    ]
+    role.add_to_principal_policy(iam.PolicyStatement(actions=on_dlq, resources=[queueing.dlq.queue_arn]))
+
+
 def grant_recall(role: iam.IRole, storage: Storage) -> None:
     # One user's partition, read with Query (and GetItem): no Scan, no BatchGetItem, no write.
     storage.table.grant(role, "dynamodb:Query", "dynamodb:GetItem")

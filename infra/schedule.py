@@ -16,8 +16,9 @@ from hippocampus.contracts import names as schema
 def schedule_dead_letter_pass(
     scope: Construct, condenser: lambda_.IFunction, role: iam.IRole, dlq: sqs.IQueue
 ) -> None:
-    """An EventBridge rule runs the condenser every few minutes; it may only receive from the DLQ:
-    the pass never deletes a dead letter, they stay for a redrive."""
+    """An EventBridge rule runs the condenser every few minutes; the pass only receives from the
+    DLQ (and makes what it read visible again: grants.grant_condenser_redrive): it never deletes a
+    dead letter, they stay for a redrive."""
     role.add_to_principal_policy(
         iam.PolicyStatement(actions=["sqs:ReceiveMessage"], resources=[dlq.queue_arn])
     )

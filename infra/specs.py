@@ -98,6 +98,7 @@ def function_environments(
         **_embeddings(config),
         "MEMORY_MAX_EPISODES": str(config.max_episodes),
         "MEMORY_DLQ_URL": resources.dlq_url,
+        "MEMORY_QUEUE_URL": resources.queue_url,  # the redrive sends dead letters back there
     }
     # No bucket: recall reads one partition of the table and nothing of the archive.
     recall = {"MEMORY_TABLE_NAME": resources.table, **_shared(config), **_embeddings(config)}

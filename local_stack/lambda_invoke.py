@@ -1,8 +1,8 @@
 """Lambda's Invoke API on the local stack's port: `POST /2015-03-31/functions/{name}/invocations`.
 
 So `boto3.client("lambda", endpoint_url=...).invoke(...)` and `aws lambda invoke --endpoint-url ...`
-run the real handlers in their workers, as a direct invocation does in AWS (docs/api.md "Direct
-invocation"). The function is named as deployed (`hippocampus-dev-get-memory`), by ARN or partial
+run the real handlers in their workers, as a direct invocation does in AWS (docs/api.md
+"Direct invocation"). The function is named as deployed (`hippocampus-dev-get-memory`), by ARN or partial
 ARN, with `$LATEST` as the only qualifier. Answers are Lambda's: 200 with the result (and
 `X-Amz-Function-Error: Unhandled` with `errorMessage`/`errorType`/`stackTrace` when the handler
 fails), 202 for `Event` (run in the background, retried as Lambda retries), 204 for `DryRun`, and

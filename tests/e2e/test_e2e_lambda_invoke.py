@@ -1,7 +1,7 @@
 """Direct invocation on the local stack: boto3's Lambda client against its Invoke API.
 
-The same port serves `POST /2015-03-31/functions/{name}/invocations` (docs/api.md "Direct
-invocation"), so the real handlers answer `lambda:Invoke` as deployed, under the deployed names.
+The same port serves `POST /2015-03-31/functions/{name}/invocations` (docs/api.md
+"Direct invocation"), so the real handlers answer `lambda:Invoke` as deployed, under the deployed names.
 """
 
 import json

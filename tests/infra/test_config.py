@@ -65,7 +65,8 @@ def test_function_environments_from_plain_names() -> None:
     condenser = environments["condenser"]
     assert condenser["MEMORY_LLM_PROVIDER"] == "openai"
     assert condenser["MEMORY_LLM_API_KEY_SECRET"] == "hippocampus/dev/llm-api-key"
-    assert "MEMORY_QUEUE_URL" not in condenser
+    # The redrive sends dead letters back to the ingest queue (docs/operations.md "The dead-letter queue").
+    assert (condenser["MEMORY_QUEUE_URL"], condenser["MEMORY_DLQ_URL"]) == ("https://q", "https://dlq")
 
 
 def test_openai_endpoint_and_named_secret_reach_the_condenser_only() -> None:

@@ -58,6 +58,11 @@ EXPECTED_DIRECT = {
         lambda body: [f["id"] for f in body["facts"]] == ["pref_dark_mode"],
     ),
     "invoke_list_episodes.json": ("get_memory", lambda body: body == {"episodes": [], "next_cursor": None}),
+    # Nothing was dead-lettered: nothing to move (docs/operations.md "The dead-letter queue").
+    "invoke_redrive_dead_letters.json": (
+        "condenser",
+        lambda body: body == {"moved": 0, "jobs_requeued": 0, "remaining": 0},
+    ),
 }
 
 

@@ -72,6 +72,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.episode_cache import EpisodeCache
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
     from hippocampus.adapters.s3 import S3Archive
@@ -145,7 +146,7 @@ def proxied_service(
         )
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
-    recall_store = DynamoRecallStore(table, memory)
+    recall_store = DynamoRecallStore(table, memory, EpisodeCache(max_kept=2000))
     embedder = OfflineEmbedder()
     indexer = Indexer(recall_store, lambda: embedder)
     recall = RecallService(recall_store, lambda: embedder, tracing)

@@ -6,6 +6,8 @@
 - `FakeArchive`, `FakeQueue`, `ScriptedModel`, `RecordingTracing`, `FakeIdempotencyStore`: raw
   payloads and history, sent messages, an LLM that answers from a script (or a function of the
   prompt), the spans opened, Powertools' idempotency records.
+- `FakeDeadLetters`: the DLQ, read by the scheduled pass and moved by a redrive, receive by
+  receive as SQS FIFO serves it (each message group in order).
 
 Each fake takes hooks (`before_write`, `fail_next`, ...) so tests stage races and outages
 without patching anything.
@@ -50,9 +52,10 @@ from hippocampus.contracts.ports import (
     LlmResult,
     MemoryState,
     MemoryWrite,
+    MovedLetters,
     RawSource,
 )
-from hippocampus.contracts.recall import Episode
+from hippocampus.contracts.recall import Episode, IndexMessage
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condenser import Condenser
@@ -66,6 +69,7 @@ from hippocampus.domain.lists import ListService
 from hippocampus.domain.queued import QueuedItem
 from hippocampus.domain.reads import ReadService
 from hippocampus.domain.recall import RecallService
+from hippocampus.domain.redrive import DeadLetterRedrive
 from tests.support.lambda_harness import Context, api_event
 
 FINAL: frozenset[str] = frozenset({"completed", "skipped"})
@@ -453,14 +457,52 @@ class FakeQueue:
         self.index_requests.append((tenant_id, user_id))
 
 
+DeadLetter = CondenseMessage | IndexMessage
+
+
 class FakeDeadLetters:
-    """The DLQ: messages a test puts there; `peek` leaves them where they are."""
+    """The DLQ: messages a test puts there (condensations, index requests), in the order they were
+    dead-lettered; `peek` leaves them where they are. `move_to_queue` is a redrive's move as SQS
+    FIFO serves it: one receive of at most 10, filled with as many of one message group as it
+    holds, in order, then with the next groups'; the moved ones go to `moved`. `refuse_next`: the
+    ingest queue refuses the last n of the next move (they stay, in their place)."""
 
     def __init__(self) -> None:
-        self.messages: list[CondenseMessage] = []
+        self.messages: list[DeadLetter] = []
+        self.moved: list[DeadLetter] = []
+        self.move_limits: list[int] = []
+        self.refuse_next = 0
 
     def peek(self, limit: int) -> list[CondenseMessage]:
-        return self.messages[:limit]
+        return [message for message in self.messages[:limit] if isinstance(message, CondenseMessage)]
+
+    def move_to_queue(self, limit: int) -> MovedLetters:
+        self.move_limits.append(limit)
+        taken = self._receive(min(10, limit))
+        refused, self.refuse_next = min(self.refuse_next, len(taken)), 0
+        sent = taken[: len(taken) - refused]
+        self.messages = [message for message in self.messages if all(message is not s for s in sent)]
+        self.moved += sent
+        condensations = [message for message in sent if isinstance(message, CondenseMessage)]
+        return MovedLetters(len(sent), condensations, refused)
+
+    def depth(self) -> int:
+        return len(self.messages)
+
+    def _receive(self, count: int) -> list[DeadLetter]:
+        by_group: dict[tuple[str, ...], list[DeadLetter]] = {}
+        for message in self.messages:
+            by_group.setdefault(group_of(message), []).append(message)
+        taken: list[DeadLetter] = []
+        for messages in by_group.values():
+            taken += messages[: count - len(taken)]
+        return taken
+
+
+def group_of(message: DeadLetter) -> tuple[str, ...]:
+    """The message group, as SqsJobQueue names it: the user's, and the user's index requests' own."""
+    user = (message.tenant_id, message.user_id)
+    return (*user, "index") if isinstance(message, IndexMessage) else user
 
 
 class ScriptedModel:
@@ -625,6 +667,9 @@ class Ports:
 
     def reconciler(self) -> DeadLetterReconciler:
         return DeadLetterReconciler(self.jobs, self.dead_letters)
+
+    def redrive(self) -> DeadLetterRedrive:
+        return DeadLetterRedrive(self.jobs, self.dead_letters)
 
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
         return ExportService(

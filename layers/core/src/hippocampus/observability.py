@@ -40,6 +40,8 @@ class MetricName(StrEnum):
     FACT_WRITE_CONFLICTS = "FactWriteConflicts"
     EXPORTS = "Exports"
     DEAD_LETTERED_JOBS_CLOSED = "DeadLetteredJobsClosed"
+    DEAD_LETTERS_REDRIVEN = "DeadLettersRedriven"
+    REDRIVEN_JOBS_REQUEUED = "RedrivenJobsRequeued"
     ITEMS_TAKEN_AHEAD = "ItemsTakenAhead"
     ITEMS_CUT_TO_PROMPT_BUDGET = "ItemsCutToPromptBudget"
     DOCUMENTS_INDEXED = "DocumentsIndexed"

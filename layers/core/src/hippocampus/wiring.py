@@ -20,6 +20,7 @@ from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
+from hippocampus.dead_letter_wiring import dead_letter_services
 from hippocampus.domain.export import ExportService
 from hippocampus.domain.lists import ListService
 from hippocampus.domain.reads import ReadService
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.contracts.ports import Embedder, JobQueue, LanguageModel, Tracing
     from hippocampus.domain.consolidation import ConsolidationService
-    from hippocampus.domain.dead_letters import DeadLetterReconciler
     from hippocampus.domain.edits import EditService
     from hippocampus.domain.indexing import Indexer
     from hippocampus.domain.ingest import IngestService
@@ -245,30 +245,21 @@ def recall_handler() -> LambdaHandler:
     )
 
 
-@lru_cache(maxsize=1)
-def dead_letter_reconciler() -> "DeadLetterReconciler":
-    from hippocampus.adapters.sqs import SqsDeadLetters
-    from hippocampus.domain.dead_letters import DeadLetterReconciler
-
-    dead_letters = SqsDeadLetters(get_settings().require("dlq_url"), lambda: aws_clients.client("sqs"))
-    return DeadLetterReconciler(job_store(), dead_letters)
-
-
 def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler":
-    """The SQS-triggered condenser (and its scheduled pass over the DLQ); settings and the prompt
-    template are checked at cold start.
+    """The SQS-triggered condenser (with its scheduled pass over the DLQ, and the DLQ's redrive);
+    settings and the prompt template are checked at cold start.
 
     `model` replaces the configured LLM provider (tests, benchmarks); the adapters stay the real ones.
     """
     from hippocampus.api.queue_batch import condenser_function
 
-    get_settings().require("dlq_url")
+    reconciler, redrive = dead_letter_services(job_store)
     if model is None:
         consolidation_service()
         embedder()  # a bad embedding configuration fails the cold start too
-        return condenser_function(consolidation_service, dead_letter_reconciler, indexer)
+        return condenser_function(consolidation_service, reconciler, indexer, redrive)
     service = build_consolidation_service(lambda: model)
-    return condenser_function(lambda: service, dead_letter_reconciler, indexer)
+    return condenser_function(lambda: service, reconciler, indexer, redrive)
 
 
 def reset() -> None:
@@ -294,7 +285,6 @@ def reset() -> None:
         idempotent_ingest,
         edit_service,
         consolidation_service,
-        dead_letter_reconciler,
     ):
         cached.cache_clear()
     get_settings.cache_clear()

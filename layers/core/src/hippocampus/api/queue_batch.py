@@ -1,5 +1,6 @@
-"""The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out; and its scheduled
-pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/dead_letters.py).
+"""The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out; its scheduled
+pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/dead_letters.py);
+and its direct action, the redrive of that queue (api/redrive_action.py).
 
 The whole batch is handed to the consolidation service at once, so one user's records are
 condensed with one LLM call (coalescing). Powertools' `SqsFifoPartialProcessor` calls a handler
@@ -8,7 +9,7 @@ per record, which cannot coalesce; so the failures are reported here with its ru
 group fails too, and SQS delivers them again in order.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -16,6 +17,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+from hippocampus.api.envelope import JSON
+from hippocampus.api.redrive_action import RedriveProvider, invoke_redrive
 from hippocampus.contracts.models import CondenseMessage
 from hippocampus.contracts.recall import IndexMessage
 from hippocampus.domain.consolidation import ConsolidationService
@@ -24,7 +27,7 @@ from hippocampus.domain.indexing import Indexer, index_users
 from hippocampus.domain.queued import QueuedItem
 from hippocampus.observability import logger, metrics
 
-CondenserHandler = Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
+CondenserHandler = Callable[[Any, LambdaContext], PartialItemFailureResponse | JSON]
 SCHEDULED_EVENT = "Scheduled Event"  # EventBridge's detail-type of a schedule
 
 
@@ -32,13 +35,19 @@ def condenser_function(
     service: Callable[[], ConsolidationService],
     reconciler: Callable[[], DeadLetterReconciler],
     indexer: Callable[[], Indexer],
+    redrive: RedriveProvider | None = None,
 ) -> CondenserHandler:
+    """`redrive` serves the direct action; without it, a direct invocation is refused (422)."""
+
     @logger.inject_lambda_context
     @metrics.log_metrics
-    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-        if event.get("detail-type") == SCHEDULED_EVENT:
+    def lambda_handler(event: Any, context: LambdaContext) -> PartialItemFailureResponse | JSON:
+        if isinstance(event, Mapping) and event.get("detail-type") == SCHEDULED_EVENT:
             reconciler().reconcile()
             return {"batchItemFailures": []}
+        if not isinstance(event, Mapping) or "Records" not in event:
+            # Neither the schedule nor a batch: a direct invocation, whatever its JSON type.
+            return invoke_redrive(event, context, redrive)
         records = [SQSRecord(record) for record in event["Records"]]
         items, index_requests, unreadable = parse_records(records)
         remaining_ms = context.get_remaining_time_in_millis

@@ -250,6 +250,30 @@ class DeadLetters(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class MovedLetters:
+    """One move of dead letters back to the ingest queue: how many are there now, the condensations
+    among them (an index request, or a body of no known kind, is moved without a job), and how many
+    the ingest queue refused (they stay in the DLQ, visible again)."""
+
+    moved: int = 0
+    condensations: Sequence[CondenseMessage] = ()
+    refused: int = 0
+
+
+class DeadLetterMover(Protocol):
+    """Moves the condenser's dead letters back to its ingest queue (docs/operations.md "The dead-letter queue")."""
+
+    def move_to_queue(self, limit: int) -> MovedLetters:
+        """Move up to `limit` messages (one receive: at most 10), each message group's in order;
+        `moved` 0 when none is receivable now."""
+        ...
+
+    def depth(self) -> int:
+        """About how many messages the DLQ holds, visible or in flight (SQS's approximate counts)."""
+        ...
+
+
 class Tracing(Protocol):
     def span(self, name: str, **annotations: str | int) -> AbstractContextManager[None]: ...
 
