@@ -1,3 +1,132 @@
-"""Hippocampus on AWS: the Python client."""
+"""Hippocampus on AWS: the Python client (client/README.md).
 
-__version__ = "0.1.0"
+from hippocampus_client import MemoryClient
+memory = MemoryClient(endpoint="http://127.0.0.1:3000", tenant="acme")
+memory.add("alice", "User: I sell candles on Shopify.\\nAssistant: Nice!")
+memory.get("alice")
+"""
+
+from ._version import __version__
+from .async_client import AsyncMemoryClient
+from .base import ItemOptions, QueryOptions
+from .calls import Call, Reply
+from .errors import (
+    AccessDeniedError,
+    ApiError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    ConnectionFailedError,
+    DependencyUnavailableError,
+    ExpiredTokenError,
+    GatewayTimeoutError,
+    HippocampusError,
+    IdempotencyConflictError,
+    InternalServerError,
+    InvalidApiKeyError,
+    InvalidInputError,
+    InvalidSignatureError,
+    LimitExceededError,
+    MalformedJsonError,
+    MalformedResponseError,
+    MethodNotAllowedError,
+    MissingDependencyError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RequestBlockedError,
+    RequestTimeoutError,
+    RequestValidationError,
+    ThrottledError,
+    TransportError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+    VersionConflictError,
+    WaitTimeoutError,
+    WriteConflictError,
+)
+from .http import HttpTransport
+from .invoke import InvokeTarget, InvokeTransport, stack_outputs
+from .models import (
+    Context,
+    ContextSource,
+    Episode,
+    Export,
+    Fact,
+    Item,
+    Job,
+    JobError,
+    Memory,
+    MemoryVersion,
+    Pair,
+    QueryAnswer,
+    QueryResult,
+    Retrieval,
+)
+from .sigv4 import SigV4Auth, SigV4Transport
+from .sync_client import MemoryClient
+from .transport import Transport
+from .writer import WriterStats
+
+__all__ = [
+    "AccessDeniedError",
+    "ApiError",
+    "AsyncMemoryClient",
+    "BadRequestError",
+    "Call",
+    "ConfigurationError",
+    "ConflictError",
+    "ConnectionFailedError",
+    "Context",
+    "ContextSource",
+    "DependencyUnavailableError",
+    "Episode",
+    "ExpiredTokenError",
+    "Export",
+    "Fact",
+    "GatewayTimeoutError",
+    "HippocampusError",
+    "HttpTransport",
+    "IdempotencyConflictError",
+    "InternalServerError",
+    "InvalidApiKeyError",
+    "InvalidInputError",
+    "InvalidSignatureError",
+    "InvokeTarget",
+    "InvokeTransport",
+    "Item",
+    "ItemOptions",
+    "Job",
+    "JobError",
+    "LimitExceededError",
+    "MalformedJsonError",
+    "MalformedResponseError",
+    "Memory",
+    "MemoryClient",
+    "MemoryVersion",
+    "MethodNotAllowedError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "Pair",
+    "PayloadTooLargeError",
+    "QueryAnswer",
+    "QueryOptions",
+    "QueryResult",
+    "Reply",
+    "RequestBlockedError",
+    "RequestTimeoutError",
+    "RequestValidationError",
+    "Retrieval",
+    "SigV4Auth",
+    "SigV4Transport",
+    "ThrottledError",
+    "Transport",
+    "TransportError",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+    "VersionConflictError",
+    "WaitTimeoutError",
+    "WriteConflictError",
+    "WriterStats",
+    "__version__",
+    "stack_outputs",
+]

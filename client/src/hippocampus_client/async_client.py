@@ -1,0 +1,130 @@
+"""`AsyncMemoryClient`: the asyncio twin of `MemoryClient`, same methods, same semantics.
+
+Each method runs the same program (programs.py) as its blocking twin, awaiting the transport
+instead of blocking; see `MemoryClient` for what each returns. `add` hands its request to the
+same background thread (writer.py), so nothing is lost when the event loop ends before it is sent.
+"""
+
+import asyncio
+from collections.abc import Iterable
+from typing import Self, TypeVar, Unpack
+
+from . import programs
+from .base import ClientBase, ItemOptions, QueryOptions
+from .calls import Call, Sleep
+from .items import Content
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
+from .programs import Program
+
+T = TypeVar("T")
+
+
+class AsyncMemoryClient(ClientBase):
+    """`AsyncMemoryClient(endpoint="http://127.0.0.1:3000", tenant="acme")`; `await memory.get("alice")`.
+
+    The constructor's parameters are `ClientBase`'s (base.py).
+    """
+
+    async def _run(self, program: Program[T], what: str) -> T | None:
+        step: Call | Sleep | None = None
+        try:
+            step = next(program)
+            while True:
+                if isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = program.send(None)
+                else:
+                    step = program.send(await self._async_sender.send(step))
+        except StopIteration as stop:
+            value: T = stop.value
+            return value
+        except Exception as error:
+            self._failed(error, step, what)
+            return None
+        finally:
+            program.close()
+
+    # --- reads: None on any error --------------------------------------------------------------
+
+    async def get(self, user: str) -> str | None:
+        return await self._run(programs.get(self.tenant, user), "get")
+
+    async def get_full(self, user: str) -> Memory | None:
+        return await self._run(programs.get_full(self.tenant, user), "get_full")
+
+    async def query(self, user: str, text: str, **options: Unpack[QueryOptions]) -> QueryAnswer | None:
+        request = self._query_request(text, options)
+        return await self._run(programs.query(self.tenant, user, request), "query")
+
+    async def context(self, user: str, query: str | None = None, max_words: int = 300) -> Context | None:
+        request = self._context_request(query, max_words)
+        return await self._run(programs.context(self.tenant, user, request), "context")
+
+    async def history(self, user: str, limit: int = 20) -> list[MemoryVersion] | None:
+        return await self._run(programs.history(self.tenant, user, limit), "history")
+
+    async def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
+        return await self._run(programs.facts(self.tenant, user, limit), "facts")
+
+    async def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
+        return await self._run(programs.episodes(self.tenant, user, limit), "episodes")
+
+    async def export(self, user: str) -> Export | None:
+        return await self._run(programs.export(self.tenant, user), "export")
+
+    async def job(self, job_id: str) -> Job | None:
+        return await self._run(programs.job(self.tenant, job_id), "job")
+
+    async def wait(
+        self, jobs: str | Job | Iterable[str | Job], timeout: float = 30.0, interval: float = 0.25
+    ) -> list[Job] | None:
+        program = programs.wait(self.tenant, jobs, timeout, interval)
+        return await self._run(program, "wait")
+
+    # --- writes --------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        user: str,
+        content: Content,
+        *,
+        upsert: bool = True,
+        idempotency_key: str | None = None,
+        **options: Unpack[ItemOptions],
+    ) -> list[Job] | None:
+        """None at once (sent in the background); with `strict=True`, sent now: the jobs."""
+        call = self._ingest_call(user, content, options, upsert, idempotency_key)
+        if call is None:
+            return None
+        if self.strict:
+            return await self._run(programs.ingest(call), "add")
+        self._writer.submit(call)
+        return None
+
+    async def put(self, user: str, memory: str, expected_version: int) -> Memory | None:
+        return await self._run(programs.put(self.tenant, user, memory, expected_version), "put")
+
+    async def delete(self, user: str) -> bool:
+        return await self._run(programs.delete(self.tenant, user), "delete") is True
+
+    async def delete_fact(self, user: str, fact_id: str) -> bool:
+        return await self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+
+    # --- the background writer and the connections --------------------------------------------
+
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait (without blocking the loop) until every `add` handed over so far was sent."""
+        return await asyncio.to_thread(self._writer.flush, timeout)
+
+    async def aclose(self, timeout: float | None = None) -> bool:
+        """Flush (within `timeout`, default `exit_timeout`), stop the writer, close the connections."""
+        wait = self._writer.exit_timeout if timeout is None else timeout
+        flushed = await asyncio.to_thread(self._writer.close, wait)
+        await self.transport.aclose()
+        return flushed
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,198 @@
+"""What `MemoryClient` and `AsyncMemoryClient` share: settings, the transport, the error policy.
+
+The clients differ only in how they run a program (programs.py): blocking or with `await`.
+Everything else, from the configuration to what `add` sends and how an error is reported,
+is here once.
+"""
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Literal, Self, TypedDict
+from urllib.parse import urlsplit
+
+from . import calls
+from .calls import Call
+from .errors import ConfigurationError, HippocampusError, InvalidInputError
+from .http import HttpTransport
+from .invoke import InvokeTarget, InvokeTransport, stack_outputs
+from .items import Content, build_items
+from .retry import AsyncSender, Policy, SyncSender
+from .transport import Transport
+from .writer import BackgroundWriter, WriterStats
+
+logger = logging.getLogger("hippocampus_client")
+ENDPOINT_VARIABLE, TENANT_VARIABLE = "HIPPOCAMPUS_ENDPOINT", "HIPPOCAMPUS_TENANT"
+
+
+class ItemOptions(TypedDict, total=False):
+    """Item fields `add` applies to each item it sends (docs/api.md "Ingest")."""
+
+    id: str
+    infer: bool
+    user_name: str
+    custom_instructions: str
+    metadata: dict[str, Any]
+    additional_metadata: dict[str, Any]
+    title: str
+    is_markdown: bool
+
+
+class QueryOptions(TypedDict, total=False):
+    """The optional fields of `POST …/memory/query` (docs/api.md "Query"); unset: the service's default."""
+
+    top_k: int
+    types: list[str]
+    alpha: float
+    recency_bias: float
+    metadata_filters: dict[str, Any]
+    include_memory: bool
+
+
+def make_transport(
+    endpoint: str | None,
+    *,
+    region: str | None = None,
+    sign: bool | None = None,
+    invoke: InvokeTarget | None = None,
+    lambda_endpoint_url: str | None = None,
+) -> Transport:
+    """The transport for these settings: invoke when given a target, else HTTP, signed for https://."""
+    if invoke is not None:
+        return InvokeTransport(invoke, region=region, endpoint_url=lambda_endpoint_url)
+    endpoint = endpoint or os.environ.get(ENDPOINT_VARIABLE)
+    if not endpoint:
+        raise ConfigurationError(f"no endpoint: pass endpoint=... or set {ENDPOINT_VARIABLE}")
+    scheme = urlsplit(endpoint).scheme
+    if scheme not in ("http", "https"):
+        raise ConfigurationError("the endpoint must be an http:// or https:// URL")
+    if sign if sign is not None else scheme == "https":
+        from .sigv4 import SigV4Transport
+
+        return SigV4Transport(endpoint, region=region)
+    return HttpTransport(endpoint)
+
+
+class ClientBase:
+    """Settings shared by both clients.
+
+    - `endpoint`, `tenant`: default to HIPPOCAMPUS_ENDPOINT and HIPPOCAMPUS_TENANT.
+    - An `https://` endpoint is signed with SigV4 (the `[aws]` extra; `region` from the host
+      name or the environment); `http://` is not. `sign` overrides that choice.
+    - `invoke=InvokeTarget(...)` (with `lambda_endpoint_url` for a local Invoke API) calls the
+      functions with `lambda:Invoke` instead; `transport=` takes any ready transport.
+    - `timeout`: seconds per read, retries included (3); `write_timeout`: per write (10);
+      `max_retries`: retries of a 429 or 503 (2).
+    - `max_queue`: requests `add` may hold before dropping the newest (1000); `exit_timeout`:
+      how long the interpreter's exit waits for them (10 s).
+    - `strict=True`: raise `HippocampusError` subclasses instead of returning None, and make
+      `add` synchronous.
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        tenant: str | None = None,
+        *,
+        strict: bool = False,
+        timeout: float = 3.0,
+        write_timeout: float = 10.0,
+        max_retries: int = 2,
+        max_queue: int = 1000,
+        exit_timeout: float = 10.0,
+        region: str | None = None,
+        sign: bool | None = None,
+        invoke: InvokeTarget | None = None,
+        lambda_endpoint_url: str | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self.tenant = tenant or os.environ.get(TENANT_VARIABLE) or ""
+        if not self.tenant:
+            raise ConfigurationError(f"no tenant: pass tenant=... or set {TENANT_VARIABLE}")
+        self.strict = strict
+        self.transport: Transport = transport or make_transport(
+            endpoint, region=region, sign=sign, invoke=invoke, lambda_endpoint_url=lambda_endpoint_url
+        )
+        self.policy = Policy(timeout=timeout, write_timeout=write_timeout, max_retries=max_retries)
+        self._sync_sender = SyncSender(self.transport, self.policy)
+        self._async_sender = AsyncSender(self.transport, self.policy)
+        # Both clients write in the background from a thread, with the blocking sender (writer.py).
+        self._writer = BackgroundWriter(self._sync_sender.send, max_queue, exit_timeout)
+
+    @classmethod
+    def from_stack(
+        cls,
+        stack_name: str,
+        tenant: str | None = None,
+        *,
+        via: Literal["invoke", "api"] = "invoke",
+        region: str | None = None,
+        session: Any = None,
+        lambda_endpoint_url: str | None = None,
+        **options: Any,
+    ) -> Self:
+        """A client of a deployed stack, from its CloudFormation outputs: the functions' names
+        (`via="invoke"`, direct `lambda:Invoke`) or `ApiUrl` (`via="api"`, HTTPS signed).
+        Reads the outputs now: raises `ConfigurationError` if it cannot."""
+        outputs = stack_outputs(stack_name, region=region, session=session)
+        transport: Transport
+        if via == "invoke":
+            target = InvokeTarget.from_outputs(outputs)
+            transport = InvokeTransport(
+                target, region=region, endpoint_url=lambda_endpoint_url, session=session
+            )
+        else:
+            from .sigv4 import SigV4Transport
+
+            if not outputs.get("ApiUrl"):
+                raise ConfigurationError(f"the stack {stack_name} has no output ApiUrl")
+            transport = SigV4Transport(outputs["ApiUrl"], region=region, session=session)
+        return cls(tenant=tenant, transport=transport, **options)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(tenant={self.tenant!r}, transport={self.transport!r}, strict={self.strict})"
+
+    def writer_stats(self) -> WriterStats:
+        """Counts of the background writer: queued, in flight, sent, failed, dropped."""
+        return self._writer.stats()
+
+    # --- shared by both clients' methods -------------------------------------------------------
+
+    def _failed(self, error: BaseException, step: object, what: str) -> None:
+        """Strict: raise. Otherwise log the failure (ids, status and code, never content)."""
+        if self.strict:
+            raise error
+        ids = step.log_ids() if isinstance(step, Call) else str(step or "")
+        if isinstance(error, HippocampusError):
+            logger.warning(
+                "hippocampus %s failed: code=%s status=%s request_id=%s %s",
+                what, error.code, error.status, error.request_id, ids,
+            )  # fmt: skip
+        else:
+            logger.warning("hippocampus %s failed: %s %s", what, type(error).__name__, ids)
+
+    def _ingest_call(
+        self,
+        user: str,
+        content: Content,
+        options: Mapping[str, Any],
+        upsert: bool,
+        idempotency_key: str | None,
+    ) -> Call | None:
+        """The ingest request of an `add`; None (logged) when there is nothing valid to send."""
+        try:
+            return calls.ingest(self.tenant, user, build_items(content, options), upsert, idempotency_key)
+        except Exception as error:  # e.g. a number for `content`, None for `user`: never raised by default
+            problem = (
+                error if isinstance(error, HippocampusError) else InvalidInputError(type(error).__name__)
+            )
+            self._failed(problem, f"tenant_id={self.tenant} user_id={user}", "add")
+            return None
+
+    @staticmethod
+    def _query_request(text: str, options: QueryOptions) -> dict[str, Any]:
+        return {"query": text} | {name: value for name, value in options.items() if value is not None}
+
+    @staticmethod
+    def _context_request(query: str | None, max_words: int) -> dict[str, Any]:
+        return {"max_words": max_words} | ({"query": query} if query is not None else {})

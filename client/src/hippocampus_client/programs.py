@@ -1,0 +1,163 @@
+"""Every client method as a small program, written once for the sync and the async client.
+
+A program is a generator: it yields a `Call` (and receives its `Reply`) or a `Sleep` (and
+receives None), and returns the method's result. `MemoryClient` runs it with blocking I/O,
+`AsyncMemoryClient` with `await`: the request building, the paging of `export`, the polling of
+`wait` and the parsing of each answer live here only.
+"""
+
+import time
+from collections.abc import Generator, Iterable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import calls
+from .calls import Call, Reply, Sleep
+from .errors import MalformedResponseError, WaitTimeoutError
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
+
+# TypeVars, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+Program = Generator[Call | Sleep, Any, T]
+PAGE_SIZE = 100  # the largest page of the list routes (docs/api.md "Lists")
+
+
+def parse(model: type[M], reply: Reply, **extra: Any) -> M:  # noqa: UP047 - Python 3.11
+    """`reply.data` as `model`; an answer of another shape is a `MalformedResponseError`."""
+    if not isinstance(reply.data, dict):
+        raise MalformedResponseError("the answer is not a JSON object", status=reply.status)
+    try:
+        return model.model_validate(reply.data | extra)
+    except ValidationError as error:
+        # Field names and error types only: the values may be a user's content.
+        fields = sorted({".".join(str(p) for p in e["loc"]) for e in error.errors()})
+        message = f"unexpected {model.__name__} answer (fields: {', '.join(fields)})"
+        raise MalformedResponseError(message, status=reply.status, request_id=reply.request_id) from None
+
+
+def _list_of(model: type[M], reply: Reply, key: str) -> list[M]:  # noqa: UP047 - Python 3.11
+    entries = reply.data.get(key) if isinstance(reply.data, dict) else None
+    if not isinstance(entries, list):
+        raise MalformedResponseError(f"the answer has no list {key!r}", request_id=reply.request_id)
+    return [parse(model, Reply(reply.status, entry, request_id=reply.request_id)) for entry in entries]
+
+
+def get_full(tenant: str, user: str) -> Program[Memory]:
+    reply = yield calls.get_memory(tenant, user)
+    return parse(Memory, reply, etag=reply.headers.get("etag"))
+
+
+def get(tenant: str, user: str) -> Program[str | None]:
+    memory = yield from get_full(tenant, user)
+    return memory.memory
+
+
+def history(tenant: str, user: str, limit: int) -> Program[list[MemoryVersion]]:
+    reply = yield calls.get_history(tenant, user, limit)
+    return _list_of(MemoryVersion, reply, "versions")
+
+
+def job(tenant: str, job_id: str, budget: float | None = None) -> Program[Job]:
+    reply = yield calls.get_job(tenant, job_id, budget)
+    return parse(Job, reply)
+
+
+def job_ids_of(jobs: str | Job | Iterable[str | Job]) -> list[str]:
+    entries = [jobs] if isinstance(jobs, str | Job) else list(jobs)
+    return [entry.job_id if isinstance(entry, Job) else str(entry) for entry in entries]
+
+
+def wait(
+    tenant: str, jobs: str | Job | Iterable[str | Job], timeout: float, interval: float
+) -> Program[list[Job]]:
+    """Poll each job until it is final (completed, failed or skipped; docs/api.md "Jobs")."""
+    wanted = list(dict.fromkeys(job_ids_of(jobs)))
+    deadline = time.monotonic() + timeout
+    final: dict[str, Job] = {}
+    while True:
+        for job_id in [j for j in wanted if j not in final]:
+            found = yield from job(tenant, job_id, budget=max(0.1, deadline - time.monotonic()))
+            if found.final:
+                final[job_id] = found
+        if len(final) == len(wanted):
+            return [final[j] for j in wanted]
+        if time.monotonic() + interval > deadline:
+            raise WaitTimeoutError(
+                f"{len(wanted) - len(final)} of {len(wanted)} jobs not final after {timeout} s"
+            )
+        yield Sleep(interval)
+
+
+def ingest(call: Call) -> Program[list[Job]]:
+    """Send an ingest call (built by `calls.ingest`); the jobs, one per item."""
+    reply = yield call
+    return _list_of(Job, reply, "jobs")
+
+
+def query(tenant: str, user: str, request: dict[str, Any]) -> Program[QueryAnswer]:
+    reply = yield calls.query_memory(tenant, user, request)
+    return parse(QueryAnswer, reply)
+
+
+def context(tenant: str, user: str, request: dict[str, Any]) -> Program[Context]:
+    reply = yield calls.get_context(tenant, user, request)
+    return parse(Context, reply)
+
+
+def put(tenant: str, user: str, memory: str, expected_version: int) -> Program[Memory]:
+    reply = yield calls.put_memory(tenant, user, memory, expected_version)
+    return parse(Memory, reply, etag=reply.headers.get("etag"))
+
+
+def delete(tenant: str, user: str) -> Program[bool]:
+    yield calls.delete_memory(tenant, user)
+    return True
+
+
+def delete_fact(tenant: str, user: str, fact_id: str) -> Program[bool]:
+    yield calls.delete_fact(tenant, user, fact_id)
+    return True
+
+
+def export(tenant: str, user: str) -> Program[Export]:
+    """Every page of the export, merged: the memory from the first page, the lists in order."""
+    reply = yield calls.export_memory(tenant, user, None)
+    document = parse(Export, reply)
+    cursor = document.next_cursor
+    while cursor:
+        page = parse(Export, (yield calls.export_memory(tenant, user, cursor)))
+        document.items += page.items
+        document.history += page.history
+        document.jobs += page.jobs
+        document.episodes += page.episodes
+        if page.next_cursor == cursor:
+            raise MalformedResponseError("the export repeated its cursor", request_id=reply.request_id)
+        cursor = page.next_cursor
+    document.next_cursor = None
+    return document
+
+
+def _pages(  # noqa: UP047 - Python 3.11
+    tenant: str, user: str, what: Literal["facts", "episodes"], model: type[M], limit: int | None
+) -> Program[list[M]]:
+    found: list[M] = []
+    cursor: str | None = None
+    while limit is None or len(found) < limit:
+        size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - len(found))
+        reply = yield calls.list_page(tenant, user, what, size, cursor)
+        found += _list_of(model, reply, what)
+        next_cursor = reply.data.get("next_cursor")
+        if not isinstance(next_cursor, str) or not next_cursor or next_cursor == cursor:
+            break
+        cursor = next_cursor
+    return found
+
+
+def facts(tenant: str, user: str, limit: int | None) -> Program[list[Fact]]:
+    return (yield from _pages(tenant, user, "facts", Fact, limit))
+
+
+def episodes(tenant: str, user: str, limit: int | None) -> Program[list[Episode]]:
+    return (yield from _pages(tenant, user, "episodes", Episode, limit))

@@ -1,0 +1,149 @@
+"""`MemoryClient`: the blocking client (client/README.md).
+
+Never raises into the host application unless `strict=True`: a read returns None on any error
+(connection refused, timeout, an error status, an answer of the wrong shape), a write returns
+False or None, and the failure is logged to the `hippocampus_client` logger with ids and codes,
+never content. `add` returns at once and sends in the background.
+"""
+
+import time
+from collections.abc import Iterable
+from typing import Self, TypeVar, Unpack
+
+from . import programs
+from .base import ClientBase, ItemOptions, QueryOptions
+from .calls import Call, Sleep
+from .items import Content
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
+from .programs import Program
+
+T = TypeVar("T")
+
+
+class MemoryClient(ClientBase):
+    """The memory of one tenant's users: `MemoryClient(endpoint="http://127.0.0.1:3000", tenant="acme")`.
+
+    The constructor's parameters are `ClientBase`'s (base.py).
+    """
+
+    def _run(self, program: Program[T], what: str) -> T | None:
+        step: Call | Sleep | None = None
+        try:
+            step = next(program)
+            while True:
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    step = program.send(None)
+                else:
+                    step = program.send(self._sync_sender.send(step))
+        except StopIteration as stop:
+            value: T = stop.value
+            return value
+        except Exception as error:
+            self._failed(error, step, what)
+            return None
+        finally:
+            program.close()
+
+    # --- reads: None on any error --------------------------------------------------------------
+
+    def get(self, user: str) -> str | None:
+        """The user's summary; None when there is none yet, or on error."""
+        return self._run(programs.get(self.tenant, user), "get")
+
+    def get_full(self, user: str) -> Memory | None:
+        """The memory body (summary, version, facts, `etag`); None on error."""
+        return self._run(programs.get_full(self.tenant, user), "get_full")
+
+    def query(self, user: str, text: str, **options: Unpack[QueryOptions]) -> QueryAnswer | None:
+        """Facts and episodes ranked for `text`; options: `top_k`, `types`, `alpha`, `recency_bias`,
+        `metadata_filters`, `include_memory` (docs/api.md "Query"). None on error."""
+        request = self._query_request(text, options)
+        return self._run(programs.query(self.tenant, user, request), "query")
+
+    def context(self, user: str, query: str | None = None, max_words: int = 300) -> Context | None:
+        """The block to prepend to a prompt (`.context`), at most `max_words` words; None on error."""
+        request = self._context_request(query, max_words)
+        return self._run(programs.context(self.tenant, user, request), "context")
+
+    def history(self, user: str, limit: int = 20) -> list[MemoryVersion] | None:
+        """Past versions of the summary, newest first; None on error."""
+        return self._run(programs.history(self.tenant, user, limit), "history")
+
+    def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
+        """The user's facts, newest first (all, or the first `limit`); None on error."""
+        return self._run(programs.facts(self.tenant, user, limit), "facts")
+
+    def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
+        """The user's condensed turns, newest first (all, or the first `limit`); None on error."""
+        return self._run(programs.episodes(self.tenant, user, limit), "episodes")
+
+    def export(self, user: str) -> Export | None:
+        """Everything stored about the user, every page merged; None on error."""
+        return self._run(programs.export(self.tenant, user), "export")
+
+    def job(self, job_id: str) -> Job | None:
+        """One ingestion job; None on error (an unknown job included)."""
+        return self._run(programs.job(self.tenant, job_id), "job")
+
+    def wait(
+        self, jobs: str | Job | Iterable[str | Job], timeout: float = 30.0, interval: float = 0.25
+    ) -> list[Job] | None:
+        """Poll until every job is completed, failed or skipped; the final jobs in the order given.
+        None when some job is not final within `timeout` (strict: `WaitTimeoutError`), or on error."""
+        program = programs.wait(self.tenant, jobs, timeout, interval)
+        return self._run(program, "wait")
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def add(
+        self,
+        user: str,
+        content: Content,
+        *,
+        upsert: bool = True,
+        idempotency_key: str | None = None,
+        **options: Unpack[ItemOptions],
+    ) -> list[Job] | None:
+        """Store a turn, a text, chat messages or items (client/README.md, "Methods").
+
+        Returns None at once and sends in the background (`flush()` waits for it). With
+        `strict=True` it sends now and returns the jobs, one per item."""
+        call = self._ingest_call(user, content, options, upsert, idempotency_key)
+        if call is None:
+            return None
+        if self.strict:
+            return self._run(programs.ingest(call), "add")
+        self._writer.submit(call)
+        return None
+
+    def put(self, user: str, memory: str, expected_version: int) -> Memory | None:
+        """Replace the summary, if it is at `expected_version`; the new memory, None on error
+        (strict: `VersionConflictError` when another version is current)."""
+        return self._run(programs.put(self.tenant, user, memory, expected_version), "put")
+
+    def delete(self, user: str) -> bool:
+        """Forget the user entirely; False on error."""
+        return self._run(programs.delete(self.tenant, user), "delete") is True
+
+    def delete_fact(self, user: str, fact_id: str) -> bool:
+        """Delete one fact; False on error (an unknown fact included)."""
+        return self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+
+    # --- the background writer and the connections --------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every `add` handed over so far was sent; False if `timeout` passed first."""
+        return self._writer.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flush (within `timeout`, default `exit_timeout`), stop the writer, close the connections."""
+        flushed = self._writer.close(self._writer.exit_timeout if timeout is None else timeout)
+        self.transport.close()
+        return flushed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

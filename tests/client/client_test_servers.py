@@ -1,0 +1,117 @@
+"""Helpers of the client's tests: fake answers (httpx2.MockTransport) and tiny 127.0.0.1 servers."""
+
+import json
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx2
+
+from hippocampus_client import AsyncMemoryClient, HttpTransport, MemoryClient
+
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def envelope(code: str, status: int, message: str = "refused") -> dict[str, Any]:
+    """The error envelope of docs/api.md "Errors"."""
+    return {"error": {"code": code, "message": message, "status": status, "details": []}}
+
+
+def memory_body(memory: str | None = "Alice sells candles.", version: int = 1) -> dict[str, Any]:
+    return {"tenant_id": "acme", "user_id": "alice", "memory": memory, "version": version, "facts": []}
+
+
+def job_body(job_id: str = "job-1", status: str = "queued") -> dict[str, Any]:
+    return {"job_id": job_id, "tenant_id": "acme", "user_id": "alice", "item_id": "i", "status": status}
+
+
+def mocked(handler: Handler, **options: Any) -> MemoryClient:
+    transport = HttpTransport("http://hippocampus.test", transport=httpx2.MockTransport(handler))
+    return MemoryClient(tenant="acme", transport=transport, **options)
+
+
+def mocked_async(handler: Handler, **options: Any) -> AsyncMemoryClient:
+    transport = HttpTransport("http://hippocampus.test", transport=httpx2.MockTransport(handler))
+    return AsyncMemoryClient(tenant="acme", transport=transport, **options)
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class HangingServer:
+    """Accepts connections and never answers (a stuck load balancer, a frozen process)."""
+
+    def __init__(self) -> None:
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(64)
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        self._connections: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            self._connections.append(connection)
+
+    def __enter__(self) -> "HangingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._socket.close()
+        for connection in self._connections:
+            connection.close()
+
+
+Answer = tuple[int, dict[str, str], bytes]
+
+
+class RecordingServer:
+    """A threaded HTTP server on 127.0.0.1: `answer(method, path, body)` gives each answer."""
+
+    def __init__(self, answer: Callable[[str, str, bytes], Answer]) -> None:
+        self.requests: list[tuple[str, str, bytes]] = []
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.requests.append((self.command, self.path, body))
+                status, headers, content = answer(self.command, self.path, body)
+                self.send_response(status)
+                for name, value in (headers | {"Content-Length": str(len(content))}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "RecordingServer":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def json_answer(status: int, body: Any) -> Answer:
+    return status, {"Content-Type": "application/json"}, json.dumps(body).encode()

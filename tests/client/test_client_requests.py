@@ -1,0 +1,205 @@
+"""What the client sends and how it reads the answers: the routes and bodies of docs/api.md."""
+
+import asyncio
+import json
+from typing import Any
+
+import httpx2
+import pytest
+from client_test_servers import RecordingServer, job_body, json_answer, memory_body, mocked, mocked_async
+
+from hippocampus_client import ConfigurationError, Item, Job, MemoryClient
+
+
+class Recorder:
+    """Answers from a list (the last one repeats) and records each request."""
+
+    def __init__(self, *answers: httpx2.Response) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    def bodies(self) -> list[Any]:
+        return [json.loads(request.content) if request.content else None for request in self.requests]
+
+
+def jobs(count: int) -> httpx2.Response:
+    return httpx2.Response(202, json={"jobs": [job_body(f"job-{n}") for n in range(count)]})
+
+
+def test_a_string_is_one_text_item() -> None:
+    recorder = Recorder(jobs(1))
+    mocked(recorder, strict=True).add("alice", "User: I sell candles on Shopify.\nAssistant: Nice!")
+    request = recorder.requests[0]
+    assert (request.method, request.url.path) == ("POST", "/v1/tenants/acme/users/alice/memory")
+    assert request.headers["content-type"] == "application/json"
+    assert recorder.bodies() == [
+        {"items": [{"text": "User: I sell candles on Shopify.\nAssistant: Nice!"}], "upsert": True}
+    ]
+
+
+def test_openai_messages_become_pairs_without_the_system_prompt() -> None:
+    messages = [
+        {"role": "system", "content": "You are a shop assistant."},
+        {"role": "user", "content": "I sell candles."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Nice!"}]},
+        {"role": "user", "content": "On Shopify."},
+        {"role": "user", "content": "Since 2020."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]},
+    ]
+    recorder = Recorder(jobs(1))
+    mocked(recorder, strict=True).add("alice", messages, user_name="Alice", metadata={"channel": "web"})
+    (item,) = recorder.bodies()[0]["items"]
+    assert item == {
+        "user_assistant_pairs": [
+            {"user": "I sell candles.", "assistant": "Nice!"},
+            {"user": "On Shopify.\nSince 2020.", "assistant": ""},
+        ],
+        "user_name": "Alice",
+        "metadata": {"channel": "web"},
+    }
+
+
+def test_a_long_conversation_is_split_at_the_api_limit_of_fifty_pairs() -> None:
+    messages = [{"role": role, "content": f"{role} {n}"} for n in range(60) for role in ("user", "assistant")]
+    recorder = Recorder(jobs(2))
+    mocked(recorder, strict=True).add("alice", messages, id="chat-9")
+    items = recorder.bodies()[0]["items"]
+    assert [len(item["user_assistant_pairs"]) for item in items] == [50, 10]
+    assert [item["id"] for item in items] == ["chat-9-1", "chat-9-2"]
+
+
+def test_items_are_sent_as_given_with_upsert_and_the_idempotency_key() -> None:
+    recorder = Recorder(jobs(2))
+    items = [Item(id="pref", text="Prefers email.", infer=False), {"id": "t1", "text": "Moved to Lyon."}]
+    mocked(recorder, strict=True).add("alice", items, upsert=False, idempotency_key="turn-42", title="Note")
+    assert recorder.requests[0].headers["idempotency-key"] == "turn-42"
+    assert recorder.bodies()[0] == {
+        "items": [
+            {"id": "pref", "text": "Prefers email.", "infer": False, "title": "Note"},
+            {"id": "t1", "text": "Moved to Lyon.", "title": "Note"},
+        ],
+        "upsert": False,
+    }
+
+
+def test_ids_are_percent_encoded_so_they_cannot_reach_another_route() -> None:
+    recorder = Recorder(httpx2.Response(200, json=memory_body()))
+    memory = mocked(recorder)
+    memory.get("alice@example.com")
+    memory.get("../../jobs/x")
+    assert [r.url.raw_path.decode() for r in recorder.requests] == [
+        "/v1/tenants/acme/users/alice%40example.com/memory",
+        "/v1/tenants/acme/users/..%2F..%2Fjobs%2Fx/memory",
+    ]
+
+
+def test_query_and_context_send_only_what_was_given() -> None:
+    recorder = Recorder(
+        httpx2.Response(
+            200, json={"memory": "m", "version": 1, "results": [{"type": "fact", "id": "p", "text": "t"}]}
+        ),
+        httpx2.Response(200, json={"context": "What you know about this user:\nm", "word_count": 6}),
+    )
+    memory = mocked(recorder)
+    answer = memory.query("alice", "payments?", top_k=3, metadata_filters={"topic": ["billing"]})
+    context = memory.context("alice", "payments?", max_words=50)
+    assert [r.url.path for r in recorder.requests] == [
+        "/v1/tenants/acme/users/alice/memory/query",
+        "/v1/tenants/acme/users/alice/memory/context",
+    ]
+    assert recorder.bodies() == [
+        {"query": "payments?", "top_k": 3, "metadata_filters": {"topic": ["billing"]}},
+        {"max_words": 50, "query": "payments?"},
+    ]
+    assert answer is not None and [r.id for r in answer.results] == ["p"]
+    assert context is not None and context.context.startswith("What you know")
+
+
+def test_put_sends_the_expected_version_and_returns_the_etag() -> None:
+    answer = httpx2.Response(200, json=memory_body("New text.", 4), headers={"ETag": '"4"'})
+    recorder = Recorder(answer)
+    memory = mocked(recorder).put("alice", "New text.", 3)
+    assert recorder.requests[0].method == "PUT"
+    assert recorder.bodies() == [{"memory": "New text.", "expected_version": 3}]
+    assert memory is not None and (memory.version, memory.etag) == (4, '"4"')
+
+
+def test_answers_with_fields_this_client_does_not_know_still_parse() -> None:
+    body = memory_body() | {"sentiment": "happy", "facts": [{"id": "f", "text": "t", "embedding_v": 2}]}
+    memory = mocked(lambda request: httpx2.Response(200, json=body)).get_full("alice")
+    assert memory is not None and memory.memory == "Alice sells candles."
+    assert memory.model_extra == {"sentiment": "happy"}
+
+
+def test_export_follows_every_page_into_one_document() -> None:
+    first = {"tenant_id": "acme", "user_id": "alice", "memory": memory_body(), "jobs": [job_body("j1")]}
+    second = {"tenant_id": "acme", "user_id": "alice", "memory": None, "jobs": [job_body("j2")]}
+    recorder = Recorder(
+        httpx2.Response(200, json=first | {"next_cursor": "c1"}),
+        httpx2.Response(200, json=second | {"next_cursor": None}),
+    )
+    document = mocked(recorder).export("alice")
+    assert [r.url.params.get("cursor") for r in recorder.requests] == [None, "c1"]
+    assert document is not None and [job.job_id for job in document.jobs] == ["j1", "j2"]
+    assert document.memory is not None and document.memory.version == 1
+
+
+def test_facts_follow_the_pages_and_history_sends_its_limit() -> None:
+    fact = {"id": "f", "text": "t"}
+    recorder = Recorder(
+        httpx2.Response(200, json={"facts": [fact, fact], "next_cursor": "c"}),
+        httpx2.Response(200, json={"facts": [fact], "next_cursor": None}),
+        httpx2.Response(200, json={"versions": [{"version": 2, "memory": "m", "job_ids": []}]}),
+    )
+    memory = mocked(recorder)
+    assert len(memory.facts("alice") or []) == 3
+    assert [v.version for v in memory.history("alice", limit=5) or []] == [2]
+    assert [dict(r.url.params) for r in recorder.requests] == [
+        {"limit": "100"},
+        {"limit": "100", "cursor": "c"},
+        {"limit": "5"},
+    ]
+
+
+def test_wait_polls_each_job_until_it_is_final_and_keeps_the_order() -> None:
+    states = {"job-a": ["queued", "processing", "completed"], "job-b": ["skipped"]}
+
+    def poll(request: httpx2.Request) -> httpx2.Response:
+        job_id = request.url.path.rsplit("/", 1)[1]
+        status = states[job_id].pop(0) if len(states[job_id]) > 1 else states[job_id][0]
+        return httpx2.Response(200, json=job_body(job_id, status))
+
+    done = mocked(poll).wait([Job(job_id="job-b", status="queued"), "job-a"], interval=0.01)
+    assert [(job.job_id, job.status) for job in done or []] == [("job-b", "skipped"), ("job-a", "completed")]
+    assert asyncio.run(mocked_async(poll).wait("job-a", interval=0.01)) is not None
+
+
+def test_the_environment_configures_endpoint_and_tenant_and_arguments_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with RecordingServer(lambda method, path, body: json_answer(200, memory_body())) as server:
+        monkeypatch.setenv("HIPPOCAMPUS_ENDPOINT", server.url)
+        monkeypatch.setenv("HIPPOCAMPUS_TENANT", "from-env")
+        assert MemoryClient().get("alice") == "Alice sells candles."
+        assert MemoryClient(tenant="acme").get("bob") == "Alice sells candles."
+    assert [path for _, path, _ in server.requests] == [
+        "/v1/tenants/from-env/users/alice/memory",
+        "/v1/tenants/acme/users/bob/memory",
+    ]
+
+
+def test_a_client_without_endpoint_or_tenant_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HIPPOCAMPUS_ENDPOINT", raising=False)
+    monkeypatch.delenv("HIPPOCAMPUS_TENANT", raising=False)
+    with pytest.raises(ConfigurationError, match="HIPPOCAMPUS_ENDPOINT"):
+        MemoryClient(tenant="acme")
+    with pytest.raises(ConfigurationError, match="HIPPOCAMPUS_TENANT"):
+        MemoryClient(endpoint="http://127.0.0.1:3000")
+    with pytest.raises(ConfigurationError, match="http"):
+        MemoryClient(endpoint="ftp://example.com", tenant="acme")
