@@ -72,9 +72,9 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
-    from hippocampus.adapters.episode_cache import EpisodeCache
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+    from hippocampus.adapters.episode_cache import EpisodeCache
     from hippocampus.adapters.s3 import S3Archive
     from hippocampus.adapters.sqs import SqsDeadLetters, SqsJobQueue
     from hippocampus.adapters.tracing import NoTracing
