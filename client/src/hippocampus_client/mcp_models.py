@@ -1,0 +1,117 @@
+"""What the tools of `hippocampus-mcp` take and give back (client/README.md, "MCP server").
+
+The parameter types carry the API's limits (docs/api.md "Limits", "Query", "Context"), so an
+agent sees them in each tool's input schema and a call outside them is refused before any
+request. The results are small models of their own, not the client's: their fields are the
+output schema the agent reads, and stay the same when the API adds fields.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .models import Job
+
+# docs/api.md "Routes", identifiers; "Limits".
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$"
+NOT_BLANK = r"\S"  # a search, not a full match: at least one character that is not whitespace
+MAX_TEXT_CHARS, MAX_QUERY_CHARS, MAX_TITLE_CHARS = 32_000, 2_000, 256
+MAX_TOP_K, MAX_CONTEXT_WORDS, MAX_FACTS = 50, 2_000, 200
+MAX_WAIT_SECONDS = 60
+
+UserId = Annotated[
+    str,
+    Field(
+        pattern=ID_PATTERN,
+        description="The application's id of the user whose memory this is "
+        "(letters, digits and . _ @ : -, at most 128 characters), e.g. 'alice' or 'alice@example.com'.",
+    ),
+]
+FactId = Annotated[
+    str,
+    Field(pattern=ID_PATTERN, description="The id of one fact, as read_memory or recall return it."),
+]
+QueryText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK, description="What to look for."),
+]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
+Side = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=NOT_BLANK)]
+Kind = Literal["fact", "episode"]
+
+
+class RecallHit(BaseModel):
+    type: str = Field(description="'fact' (stored verbatim) or 'episode' (a past conversation turn).")
+    id: str
+    text: str
+    title: str | None = None
+    score: float = Field(description="Relevance in [0, 1], highest first.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    updated_at: str | None = None
+
+
+class RecallResult(BaseModel):
+    results: list[RecallHit]
+
+
+class ContextSourceInfo(BaseModel):
+    type: str = Field(description="'memory' (the summary), 'fact' or 'episode'.")
+    id: str | None = None
+
+
+class ContextResult(BaseModel):
+    context: str = Field(description="The block to put before the conversation, as is.")
+    word_count: int
+    memory_version: int | None = None
+    sources: list[ContextSourceInfo]
+
+
+class JobInfo(BaseModel):
+    job_id: str
+    item_id: str | None = None
+    status: str = Field(description="queued, processing, completed, failed or skipped.")
+    error_code: str | None = None
+    memory_version: int | None = None
+
+    @classmethod
+    def of(cls, job: Job) -> "JobInfo":
+        code = job.error.code if job.error is not None else None
+        return cls(
+            job_id=job.job_id,
+            item_id=job.item_id,
+            status=job.status,
+            error_code=code,
+            memory_version=job.memory_version,
+        )
+
+
+class RememberResult(BaseModel):
+    jobs: list[JobInfo]
+    final: bool = Field(
+        description="True when every job is completed, failed or skipped: recall already sees what was stored."
+    )
+
+
+class FactInfo(BaseModel):
+    id: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    updated_at: str | None = None
+
+
+class MemoryResult(BaseModel):
+    user_id: str
+    summary: str | None = Field(description="The condensed summary; null before anything was condensed.")
+    version: int = Field(description="The summary's version: 0 before a first one, and after a forget.")
+    word_count: int
+    updated_at: str | None = None
+    facts: list[FactInfo] = Field(description="The user's facts, in id order (at most max_facts of them).")
+    facts_total: int
+
+
+class ForgetResult(BaseModel):
+    user_id: str
+    forgotten: Literal["user", "fact"]
+    fact_id: str | None = None

@@ -1,0 +1,109 @@
+"""`hippocampus-mcp`: the memory of one tenant's users as MCP tools, over stdio (client/README.md, "MCP server").
+
+`hippocampus-mcp --endpoint URL --tenant acme` serves five tools, `recall`, `get_context`,
+`remember`, `read_memory` and `forget`, through a strict `MemoryClient`: the tenant is fixed at
+start, so no tool takes one and an agent can reach no other tenant. An error of the API comes
+back as a tool error naming its code, never as a crash of the server. Logs go to stderr (stdout
+is the protocol) and carry ids and codes only, never a user's content.
+"""
+
+import argparse
+import inspect
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+from ._version import __version__
+from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
+from .errors import ConfigurationError, HippocampusError
+from .mcp_models import ID_PATTERN
+from .mcp_tools import MemoryTools
+from .sync_client import MemoryClient
+
+LOCAL_ENDPOINT = "http://127.0.0.1:3000"  # the local stack of `make dev` (client/README.md)
+
+# Hints for the MCP client (e.g. to ask the human before a destructive call); the service decides.
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+ERASES = ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+INSTRUCTIONS = """\
+Long-term memory of the application's users (Hippocampus). Every tool takes the user_id of the
+user the conversation is with. At the start of a conversation call get_context with the user's
+message and put its text before your answer; use recall to search for something specific and
+read_memory to see everything stored. Call remember with each finished turn (user_message and
+assistant_message), or with text worth keeping; give a fact_id to store a fact verbatim.
+forget erases one fact, or with confirm=true everything about the user: only when asked to."""
+
+
+def build_server(client: MemoryClient) -> MCPServer:
+    """The MCP server of `client`'s tenant; `client` must be strict (its errors become tool errors)."""
+    if not client.strict:
+        raise ConfigurationError("hippocampus-mcp needs a strict client: MemoryClient(..., strict=True)")
+    server: MCPServer = MCPServer(
+        "hippocampus", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    tools = MemoryTools(client)
+    table: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
+        (tools.recall, "Recall from a user's memory", READS),
+        (tools.get_context, "Get a user's context block", READS),
+        (tools.remember, "Remember for a user", WRITES),
+        (tools.read_memory, "Read a user's memory", READS),
+        (tools.forget, "Forget a user or one fact", ERASES),
+    ]
+    for function, title, annotations in table:
+        # The docstring, dedented, is what the agent reads of the tool.
+        description = inspect.getdoc(function)
+        server.add_tool(
+            function, title=title, description=description, annotations=annotations, structured_output=True
+        )
+    return server
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hippocampus-mcp", description="The memory of one Hippocampus tenant as MCP tools, on stdio."
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--endpoint", help=f"the API's URL (default ${ENDPOINT_VARIABLE}); https:// is signed")
+    where.add_argument("--local", action="store_true", help=f"the local stack, {LOCAL_ENDPOINT}")
+    parser.add_argument("--tenant", help=f"the one tenant served (default ${TENANT_VARIABLE})")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def _options(argv: Sequence[str] | None) -> tuple[str, str]:
+    """The endpoint and the tenant: the options, else the variables; a usage error without them."""
+    parser = _parser()
+    options = parser.parse_args(argv)
+    endpoint = options.endpoint or (LOCAL_ENDPOINT if options.local else os.environ.get(ENDPOINT_VARIABLE))
+    tenant = options.tenant or os.environ.get(TENANT_VARIABLE)
+    if not endpoint:
+        parser.error(f"no endpoint: give --endpoint URL or --local, or set {ENDPOINT_VARIABLE}")
+    if not tenant or not re.fullmatch(ID_PATTERN, tenant):
+        parser.error(f"give --tenant (or set {TENANT_VARIABLE}): letters, digits and . _ @ : -")
+    return endpoint, tenant
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: serve until the MCP client closes stdin."""
+    endpoint, tenant = _options(argv)
+    # Before the SDK's own setup, which then keeps it: stderr, warnings and up (stdout is the protocol).
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    try:
+        # A tool call waits for its answer anyway: more room than a host application's 3 s.
+        client = MemoryClient(endpoint=endpoint, tenant=tenant, strict=True, timeout=10.0)
+    except HippocampusError as error:
+        print(f"hippocampus-mcp: {error.code}: {error}", file=sys.stderr)
+        return 2
+    # Ctrl-C in a terminal is a normal end, not a traceback; leaving `with` closes the connections.
+    with client, suppress(KeyboardInterrupt):
+        build_server(client).run("stdio")
+    return 0

@@ -1,0 +1,222 @@
+"""The five tools of `hippocampus-mcp` (client/README.md, "MCP server"), bound to one strict client.
+
+Each tool is a method of `MemoryTools`: its type hints are the tool's input schema (the API's
+limits, mcp_models.py), its docstring the description the agent reads, its result model the
+output schema. The client's typed errors become tool errors naming the code (docs/api.md
+"Errors"); the log line of a failure holds the tool, the code and the request id only.
+"""
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from .base import QueryOptions
+from .errors import HippocampusError, InvalidInputError, WaitTimeoutError
+from .mcp_models import (
+    MAX_CONTEXT_WORDS,
+    MAX_FACTS,
+    MAX_TOP_K,
+    MAX_WAIT_SECONDS,
+    ContextResult,
+    ContextSourceInfo,
+    FactId,
+    FactInfo,
+    ForgetResult,
+    JobInfo,
+    Kind,
+    MemoryResult,
+    QueryText,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    Side,
+    Text,
+    Title,
+    UserId,
+)
+from .models import Job
+from .sync_client import MemoryClient
+
+logger = logging.getLogger("hippocampus_client.mcp")
+# A TypeVar, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
+T = TypeVar("T")
+
+
+def _describe(error: HippocampusError) -> str:
+    """The tool error an agent reads: the code first (docs/api.md "Errors"), then what to fix."""
+    where = f" (HTTP {error.status})" if error.status else ""
+    fields = sorted({str(d["field"]) for d in error.details if d.get("field")})
+    detail = f" [fields: {', '.join(fields)}]" if fields else ""
+    request = f" [request_id: {error.request_id}]" if error.request_id else ""
+    return f"{error.code}{where}: {error.message or error.code}{detail}{request}"
+
+
+@contextmanager
+def _tool_errors(tool: str) -> Iterator[None]:
+    """The client's typed errors as tool errors; the log line holds the code and ids only.
+
+    A tool's whole body runs inside: the SDK would log any other exception with its traceback,
+    whose text may hold a user's content."""
+    try:
+        yield
+    except HippocampusError as error:
+        logger.warning(
+            "tool %s failed: code=%s status=%s request_id=%s",
+            tool,
+            error.code,
+            error.status,
+            error.request_id,
+        )
+        raise ToolError(_describe(error)) from None
+    except Exception as error:
+        # A bug of this server, not of the call: its text may hold content, so only its type is told.
+        logger.error("tool %s failed: %s", tool, type(error).__name__)
+        raise ToolError(f"internal_error: {type(error).__name__} in hippocampus-mcp") from None
+
+
+def _answered(value: T | None) -> T:  # noqa: UP047 - Python 3.11
+    # A strict client raises instead of returning None; None would be a broken promise, not a result.
+    if value is None:
+        raise HippocampusError("the client returned no answer (is it strict?)")
+    return value
+
+
+class MemoryTools:
+    """The tools, bound to one strict client (and so to its one tenant)."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        self.client = client
+
+    def recall(
+        self,
+        user_id: UserId,
+        query: QueryText,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")] = 10,
+        types: Annotated[
+            list[Kind] | None,
+            Field(min_length=1, max_length=2, description="Only these kinds; default both."),
+        ] = None,
+    ) -> RecallResult:
+        """Search the user's memory: their facts and past conversation turns ranked for `query`,
+        best first, each with its type, id, text and a score in [0, 1]. Nothing relevant: no results.
+        For the block to put before an answer use get_context instead."""
+        options: QueryOptions = {"top_k": top_k, "include_memory": False}
+        if types:
+            options["types"] = list[str](types)
+        with _tool_errors("recall"):
+            answer = _answered(self.client.query(user_id, query, **options))
+            return RecallResult(results=[RecallHit.model_validate(r.model_dump()) for r in answer.results])
+
+    def get_context(
+        self,
+        user_id: UserId,
+        query: Annotated[
+            QueryText | None,
+            Field(description="The user's new message, to pick the facts and turns relevant to it."),
+        ] = None,
+        max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS, description="Size bound.")] = 300,
+    ) -> ContextResult:
+        """What is known about the user, as one text block ready to put before your answer: the
+        summary, then the facts and past turns relevant to `query` (newest facts without one),
+        never over `max_words` words; `sources` name what it was built from."""
+        with _tool_errors("get_context"):
+            context = _answered(self.client.context(user_id, query, max_words))
+            return ContextResult(
+                context=context.context,
+                word_count=context.word_count,
+                memory_version=context.memory_version,
+                sources=[ContextSourceInfo.model_validate(s.model_dump()) for s in context.sources],
+            )
+
+    def remember(
+        self,
+        user_id: UserId,
+        text: Annotated[Text | None, Field(description="A note about the user to keep.")] = None,
+        user_message: Annotated[Side | None, Field(description="The user's side of a turn.")] = None,
+        assistant_message: Annotated[Side | None, Field(description="The answer of the turn.")] = None,
+        fact_id: Annotated[
+            FactId | None,
+            Field(description="Store `text` verbatim as a fact under this id (replacing one with it)."),
+        ] = None,
+        title: Annotated[Title | None, Field(description="A short label kept with it.")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="A JSON object kept with it (at most 16 KiB).")
+        ] = None,
+        wait_seconds: Annotated[
+            int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Wait this long for a turn to be condensed.")
+        ] = 0,
+    ) -> RememberResult:
+        """Store something in the user's memory: either `text`, or one conversation turn
+        (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
+        summary by the service, seconds later (job `queued`; `wait_seconds` waits for it); with
+        `fact_id`, `text` is stored at once, verbatim, as a fact (job `completed`)."""
+        with _tool_errors("remember"):
+            item = _item(text, user_message, assistant_message, fact_id)
+            item |= {k: v for k, v in (("title", title), ("metadata", metadata)) if v is not None}
+            jobs = _answered(self.client.add(user_id, item))
+            if wait_seconds and not all(job.final for job in jobs):
+                jobs = self._waited(jobs, wait_seconds)
+            return RememberResult(jobs=[JobInfo.of(job) for job in jobs], final=all(j.final for j in jobs))
+
+    def _waited(self, jobs: list[Job], seconds: int) -> list[Job]:
+        try:
+            return _answered(self.client.wait(jobs, timeout=seconds))
+        except WaitTimeoutError:
+            return jobs  # still queued: not an error, `final` says it
+
+    def read_memory(
+        self,
+        user_id: UserId,
+        max_facts: Annotated[int, Field(ge=0, le=MAX_FACTS, description="Facts to return at most.")] = 50,
+    ) -> MemoryResult:
+        """Everything the memory holds for the user: the condensed summary (null while there is
+        none), its version and the facts, in id order. A user never seen has version 0, no facts."""
+        with _tool_errors("read_memory"):
+            memory = _answered(self.client.get_full(user_id))
+            return MemoryResult(
+                user_id=memory.user_id,
+                summary=memory.memory,
+                version=memory.version,
+                word_count=memory.word_count,
+                updated_at=memory.updated_at,
+                facts=[FactInfo.model_validate(f.model_dump()) for f in memory.facts[:max_facts]],
+                facts_total=len(memory.facts),
+            )
+
+    def forget(
+        self,
+        user_id: UserId,
+        fact_id: Annotated[FactId | None, Field(description="Forget only this fact.")] = None,
+        confirm: Annotated[
+            bool, Field(description="Must be true to forget everything about the user (no fact_id).")
+        ] = False,
+    ) -> ForgetResult:
+        """Erase from the user's memory: one fact (`fact_id`; not_found when there is no such
+        fact), or, with `confirm` true and no `fact_id`, everything stored about the user (summary,
+        facts, past turns, history), for good. Only when the user asks for it."""
+        with _tool_errors("forget"):
+            if fact_id is not None:
+                self.client.delete_fact(user_id, fact_id)
+                return ForgetResult(user_id=user_id, forgotten="fact", fact_id=fact_id)
+            if not confirm:
+                raise InvalidInputError("forgetting the whole user needs confirm=true (or give a fact_id)")
+            self.client.delete(user_id)
+            return ForgetResult(user_id=user_id, forgotten="user")
+
+
+def _item(
+    text: str | None, user_message: str | None, assistant_message: str | None, fact_id: str | None
+) -> dict[str, Any]:
+    """The one item of `remember` (docs/api.md "Ingest"): a text, a fact or a pair."""
+    turn = user_message is not None or assistant_message is not None
+    if (text is None) == (not turn):
+        raise InvalidInputError("give either text, or user_message and/or assistant_message")
+    if text is not None:
+        return {"text": text} | ({"id": fact_id, "infer": False} if fact_id is not None else {})
+    if fact_id is not None:
+        raise InvalidInputError("fact_id stores a text as a fact: give text, not a turn")
+    return {"user_assistant_pairs": [{"user": user_message or "", "assistant": assistant_message or ""}]}

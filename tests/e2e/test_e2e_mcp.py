@@ -1,0 +1,37 @@
+"""`hippocampus-mcp` (client/README.md, "MCP server") against the real API: the local stack, or a
+deployed stack when MEMORY_API_URL is set. The SDK's own client calls the tools in process."""
+
+from typing import Any
+
+import anyio
+import pytest
+from e2e_support import Api, marker
+from mcp import Client
+
+from hippocampus_client import MemoryClient
+from hippocampus_client.mcp_server import build_server
+
+pytestmark = pytest.mark.e2e
+ROOM_S = 20.0  # a shared test machine gets more room than the product's 3 s
+
+
+def test_a_fact_remembered_through_mcp_is_recalled_and_forgotten(api: Api, tenant: str, user: str) -> None:
+    word = marker()
+    text = f"Pays every supplier through Stripe, reference {word}."
+
+    async def scenario(memory: MemoryClient) -> list[Any]:
+        async with Client(build_server(memory)) as session:
+            stored = await session.call_tool("remember", {"user_id": user, "text": text, "fact_id": "pay"})
+            found = await session.call_tool("recall", {"user_id": user, "query": f"supplier {word}"})
+            forgotten = await session.call_tool("forget", {"user_id": user, "fact_id": "pay"})
+            again = await session.call_tool("forget", {"user_id": user, "fact_id": "pay"})
+            return [stored, found, forgotten, again]
+
+    with MemoryClient(endpoint=api.base_url, tenant=tenant, strict=True, timeout=ROOM_S) as memory:
+        stored, found, forgotten, again = anyio.run(scenario, memory)
+    assert stored.structured_content is not None and stored.structured_content["final"] is True
+    assert found.structured_content is not None
+    assert [(r["type"], r["id"]) for r in found.structured_content["results"]] == [("fact", "pay")]
+    assert found.structured_content["results"][0]["text"] == text
+    assert forgotten.structured_content == {"user_id": user, "forgotten": "fact", "fact_id": "pay"}
+    assert again.is_error and "not_found (HTTP 404)" in str(again.content)
