@@ -62,15 +62,18 @@ from .models import (
     QueryResult,
     Retrieval,
 )
+from .openai_wrapper import MEMORY_PREFIX, AsyncMemoryOpenAI, MemoryOpenAI, with_memory
 from .sigv4 import SigV4Auth, SigV4Transport
 from .sync_client import MemoryClient
 from .transport import Transport
 from .writer import WriterStats
 
 __all__ = [
+    "MEMORY_PREFIX",
     "AccessDeniedError",
     "ApiError",
     "AsyncMemoryClient",
+    "AsyncMemoryOpenAI",
     "BadRequestError",
     "Call",
     "ConfigurationError",
@@ -102,6 +105,7 @@ __all__ = [
     "MalformedResponseError",
     "Memory",
     "MemoryClient",
+    "MemoryOpenAI",
     "MemoryVersion",
     "MethodNotAllowedError",
     "MissingDependencyError",
@@ -129,4 +133,5 @@ __all__ = [
     "WriterStats",
     "__version__",
     "stack_outputs",
+    "with_memory",
 ]
