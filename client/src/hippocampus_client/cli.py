@@ -1,0 +1,267 @@
+"""`hippocampus`: the command line of the client (client/README.md "CLI").
+
+    hippocampus --endpoint http://127.0.0.1:3000 --tenant acme get alice
+
+Global options come before the command. Every command uses the client in strict mode, so an
+error of the API or of the connection is one line on stderr naming its code, and exit code 1.
+`backfill` (cli_backfill.py) and `redrive` (cli_redrive.py) live in their own modules.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._version import __version__
+from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE, QueryOptions
+from .cli_add import add, wait_and_report
+from .cli_backfill import backfill
+from .cli_output import count, emit_json, indented, job_line, note, required
+from .cli_redrive import redrive
+from .cli_settings import CliGroup, CliState, pass_state, resolve_endpoint
+from .models import Memory
+
+
+@click.group(cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--endpoint",
+    envvar=ENDPOINT_VARIABLE,
+    metavar="URL",
+    help=f"The API's base URL (the ApiUrl output; https:// is signed with SigV4). Default: ${ENDPOINT_VARIABLE}.",
+)
+@click.option("--tenant", envvar=TENANT_VARIABLE, metavar="TENANT", help=f"Default: ${TENANT_VARIABLE}.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document per command.")
+@click.option("--local", is_flag=True, help="The local stack (make dev): http://127.0.0.1:3000.")
+@click.option(
+    "--stack", metavar="NAME", help="A deployed stack: invoke its functions (its outputs name them)."
+)
+@click.option("--region", metavar="REGION", help="AWS region (default: AWS_REGION, or the ApiUrl's host).")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per request."
+)
+@click.version_option(__version__, prog_name="hippocampus")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    endpoint: str | None,
+    tenant: str | None,
+    as_json: bool,
+    local: bool,
+    stack: str | None,
+    region: str | None,
+    timeout: float,
+) -> None:
+    """Per-user memory for LLM applications: read, add, recall, forget, import, redrive.
+
+    Global options come before the command (client/README.md "CLI"):
+
+    \b
+      hippocampus --endpoint http://127.0.0.1:3000 --tenant acme get alice
+      hippocampus --local --tenant acme add alice "I sell candles." --wait
+      hippocampus --local --tenant acme backfill past-conversations.jsonl
+    """
+    if local and stack:
+        raise click.UsageError("--local and --stack name two different deployments: give one")
+    state = CliState(resolve_endpoint(ctx, endpoint, local), tenant, as_json, local, stack, region, timeout)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+cli.add_command(add)
+cli.add_command(backfill)
+cli.add_command(redrive)
+
+
+@cli.command()
+@click.argument("user")
+@click.option("--full", is_flag=True, help="Also the version, the ETag and the facts.")
+@pass_state
+def get(state: CliState, user: str, full: bool) -> None:
+    """Print USER's summary (nothing, and a note on stderr, before a first version)."""
+    memory = required(state.client().get_full(user))
+    if state.as_json:
+        keep = None if full else {"tenant_id", "user_id", "memory", "version", "updated_at"}
+        emit_json(memory.model_dump(mode="json", include=keep))
+        return
+    if memory.memory is not None:
+        click.echo(memory.memory)
+    else:
+        note(f"no summary for {user} yet (version 0)")
+    if full:
+        _print_details(memory)
+
+
+def _print_details(memory: Memory) -> None:
+    click.echo(f"version {memory.version}, {memory.word_count} words, updated {memory.updated_at or '-'}")
+    click.echo(f"facts ({len(memory.facts)}):")
+    for fact in memory.facts:
+        title = f" [{fact.title}]" if fact.title else ""
+        click.echo(f"  {fact.id}{title}: {' '.join(fact.text.split())}")
+
+
+def _split_types(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[str] | None:
+    # `--types fact,episode` or `--types fact --types episode`: both read naturally.
+    types = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    unknown = sorted(set(types) - {"fact", "episode"})
+    if unknown:
+        raise click.BadParameter(f"unknown type {', '.join(unknown)}: fact or episode")
+    return types or None
+
+
+def _filters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any] | None:
+    # KEY=VALUE, repeated: one value is an exact match, several for one key match any (docs/api.md "Query").
+    found: dict[str, list[str]] = {}
+    for value in values:
+        key, sep, wanted = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE")
+        found.setdefault(key, []).append(wanted)
+    return {key: v[0] if len(v) == 1 else v for key, v in found.items()} or None
+
+
+@cli.command()
+@click.argument("user")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--top-k", type=click.IntRange(1, 50), help="How many results (1-50; service default 10).")
+@click.option("--types", multiple=True, callback=_split_types, help="fact, episode, or fact,episode.")
+@click.option("--alpha", type=click.FloatRange(0, 1), help="1: semantic only, 0: lexical only (0.5).")
+@click.option("--recency-bias", type=click.FloatRange(0, 1), help="Share of the score given to recency (0).")
+@click.option(
+    "--filter", "filters", multiple=True, callback=_filters, metavar="KEY=VALUE", help="Metadata filter."
+)
+@click.option("--no-memory", is_flag=True, help="Leave the summary out of the answer.")
+@pass_state
+def query(
+    state: CliState,
+    user: str,
+    text: tuple[str, ...],
+    top_k: int | None,
+    types: list[str] | None,
+    alpha: float | None,
+    recency_bias: float | None,
+    filters: dict[str, Any] | None,
+    no_memory: bool,
+) -> None:
+    """Rank USER's facts and episodes for TEXT (docs/api.md "Query")."""
+    options: QueryOptions = {"include_memory": not no_memory}
+    if top_k is not None:
+        options["top_k"] = top_k
+    if types:
+        options["types"] = types
+    if alpha is not None:
+        options["alpha"] = alpha
+    if recency_bias is not None:
+        options["recency_bias"] = recency_bias
+    if filters:
+        options["metadata_filters"] = filters
+    answer = required(state.client().query(user, " ".join(text), **options))
+    if state.as_json:
+        emit_json(answer)
+        return
+    if answer.memory:
+        click.echo(f"memory (version {answer.version}):\n{indented(answer.memory)}")
+    if not answer.results:
+        note("no fact or episode matches")
+    for result in answer.results:
+        click.echo(f"{result.score:.3f} {result.type} {result.id}\n{indented(result.text)}")
+
+
+@cli.command()
+@click.argument("user")
+@click.argument("query", nargs=-1)
+@click.option("--max-words", type=click.IntRange(1, 2000), default=300, show_default=True)
+@pass_state
+def context(state: CliState, user: str, query: tuple[str, ...], max_words: int) -> None:
+    """Print the block to prepend to a prompt for USER (optionally for QUERY, the new message)."""
+    block = required(state.client().context(user, " ".join(query) or None, max_words))
+    if state.as_json:
+        emit_json(block)
+    elif block.context:
+        click.echo(block.context)
+    else:
+        note(f"nothing known about {user} yet")
+
+
+@cli.command()
+@click.argument("user")
+@click.option("--fact", "fact_id", metavar="ID", help="Delete this one fact only.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_state
+def forget(state: CliState, user: str, fact_id: str | None, yes: bool) -> None:
+    """Forget USER entirely: summary, facts, episodes, history, jobs (docs/api.md "Forgetting a user")."""
+    client = state.client()
+    what = f"fact {fact_id} of {user}" if fact_id else f"everything stored about {user}"
+    if not yes:
+        click.confirm(f"Delete {what} (tenant {client.tenant})?", abort=True, err=True)
+    if fact_id:
+        client.delete_fact(user, fact_id)
+    else:
+        client.delete(user)
+    if state.as_json:
+        emit_json({"deleted": True, "user_id": user} | ({"fact_id": fact_id} if fact_id else {}))
+    else:
+        click.echo(f"deleted {what}")
+
+
+@cli.command()
+@click.argument("job_id")
+@pass_state
+def job(state: CliState, job_id: str) -> None:
+    """Print one ingestion job (docs/api.md "Jobs")."""
+    found = required(state.client().job(job_id))
+    if state.as_json:
+        emit_json(found)
+    else:
+        click.echo(job_line(found))
+
+
+@cli.command()
+@click.argument("job_ids", nargs=-1, required=True, metavar="JOB_ID...")
+@click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True)
+@click.option("--interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
+@pass_state
+def wait(state: CliState, job_ids: tuple[str, ...], timeout: float, interval: float) -> None:
+    """Wait until every job is final; exit 1 if one failed or the timeout passed first."""
+    raise click.exceptions.Exit(wait_and_report(state, list(job_ids), timeout, interval))
+
+
+@cli.command()
+@click.argument("user")
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@pass_state
+def history(state: CliState, user: str, limit: int) -> None:
+    """Print USER's past summaries, newest first."""
+    versions = required(state.client().history(user, limit))
+    if state.as_json:
+        emit_json({"versions": versions})
+        return
+    if not versions:
+        note(f"no history for {user}")
+    for version in versions:
+        jobs = f", {count(len(version.job_ids), 'job')}" if version.job_ids else ", by hand"
+        click.echo(f"version {version.version} ({version.updated_at or '-'}{jobs}):")
+        click.echo(indented(version.memory or ""))
+
+
+@cli.command()
+@click.argument("user")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@pass_state
+def export(state: CliState, user: str, output: Path | None) -> None:
+    """Everything stored about USER as one JSON document, every page merged (docs/api.md "Export")."""
+    document = required(state.client().export(user)).model_dump_json(indent=2)
+    if output is None:
+        click.echo(document)
+        return
+    temporary = output.with_name(output.name + ".tmp")
+    temporary.write_text(document + "\n", encoding="utf-8")
+    temporary.replace(output)  # a half-written export never has the final name
+    if state.as_json:
+        emit_json({"user_id": user, "output": str(output), "bytes": len(document.encode()) + 1})
+    else:
+        note(f"wrote the export of {user} to {output}")
+
+
+def main() -> None:
+    """The console script `hippocampus` (client/pyproject.toml)."""
+    cli(prog_name="hippocampus")

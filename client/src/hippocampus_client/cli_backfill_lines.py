@@ -1,0 +1,266 @@
+"""The lines `hippocampus backfill` reads, and the requests it makes of them (client/README.md "CLI").
+
+Every line is one JSON object with a `user_id` and exactly one of the contents in `LINE_FORMATS`.
+Each item gets a deterministic `id` when it has none, so sending it again (after an interruption,
+or a re-run) maps to the same job and queues nothing (docs/api.md "Ingest", job ids). Batches
+group one user's items, in file order, within the API's limits (docs/api.md "Limits").
+"""
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidInputError
+from .items import build_items
+from .transport import encode_json
+
+LINE_FORMATS = """\b
+One JSON object per line, with "user_id" and exactly one of:
+  "text": "User: ...\\nAssistant: ..."      one turn as free text: one item
+  "user_assistant_pairs": [{"user": ..., "assistant": ...}, ...]
+                                          one turn: one item
+  "messages": [{"role": ..., "content": ...}, ...]
+                                          openai-style: one item (one more
+                                          every 50 pairs; system and tool
+                                          messages are left out)
+  "items": [{...}, ...]                   API items, sent as they are
+  "turns": [turn, ...]                    a conversation: one item per turn,
+                                          each a string, a {"user", "assistant"}
+                                          pair, a list of openai-style messages
+                                          or an item
+Item fields beside them (id, infer, user_name, custom_instructions, metadata,
+additional_metadata, title, is_markdown) apply to each item of the line; the
+"id" of a line with several items becomes ID-1, ID-2, ... Blank lines are
+ignored; "backfill_error" (a .failed.jsonl line) is ignored."""
+
+MAX_ITEMS = 100  # items per request (docs/api.md "Limits")
+MAX_BODY_BYTES = 1_048_576  # the request body limit: 413 above it
+DEFAULT_BATCH_BYTES = 512 * 1024  # well under the limit
+BODY_OVERHEAD = len(encode_json({"items": [], "upsert": True}))
+ITEM_FIELDS = frozenset(
+    {
+        "id",
+        "infer",
+        "user_name",
+        "custom_instructions",
+        "metadata",
+        "additional_metadata",
+        "title",
+        "is_markdown",
+    }
+)
+CONTENTS = ("text", "user_assistant_pairs", "messages", "items", "turns")
+ERROR_FIELD = "backfill_error"  # what a `.failed.jsonl` line says; ignored when it is read again
+IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$")  # docs/api.md "Routes", identifiers
+
+
+class LineError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based, as editors count
+    user: str
+    items: tuple[dict[str, Any], ...]  # every one with its `id`
+
+    def retry_record(self, code: str, message: str) -> dict[str, Any]:
+        """The line for `.failed.jsonl`: its items with their ids, so a re-run sends the same items."""
+        error = {"line": self.number, "code": code, "message": message}
+        return {"user_id": self.user, "items": list(self.items), ERROR_FIELD: error}
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON the API accepts")
+
+
+def parse_line(number: int, raw: bytes) -> Line | None:
+    """The line's user and items (None for a blank line); `LineError` says what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LineError("invalid_line", "not UTF-8") from None
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text, parse_constant=_no_constants)
+    except (ValueError, RecursionError):
+        raise LineError("invalid_line", "not JSON") from None
+    if not isinstance(data, dict):
+        raise LineError("invalid_line", "a line must be a JSON object")
+    user = data.get("user_id")
+    if not isinstance(user, str) or not IDENTIFIER.match(user):
+        raise LineError("invalid_line", "user_id is missing or not an identifier")
+    unknown = sorted(set(data) - ITEM_FIELDS - set(CONTENTS) - {"user_id", ERROR_FIELD})
+    if unknown:
+        raise LineError("invalid_line", f"unknown field {', '.join(unknown)}")
+    contents = [name for name in CONTENTS if name in data]
+    if len(contents) != 1:
+        raise LineError("invalid_line", f"exactly one of {', '.join(CONTENTS)} is needed")
+    defaults = {name: value for name, value in data.items() if name in ITEM_FIELDS}
+    line_id = defaults.pop("id", None)
+    items = _items(contents[0], data[contents[0]])
+    for item in items:
+        for name, value in defaults.items():
+            item.setdefault(name, value)
+    return Line(number, user, tuple(_with_ids(user, number, line_id, items)))
+
+
+def _items(kind: str, value: Any) -> list[dict[str, Any]]:
+    if kind == "text":
+        if not isinstance(value, str):
+            raise LineError("invalid_line", "text must be a string")
+        return [{"text": value}]
+    if kind == "user_assistant_pairs":
+        return [{"user_assistant_pairs": _list(value, kind)}]
+    if kind == "messages":
+        return _messages(value, kind)
+    if kind == "items":
+        return [_object(entry, f"items[{index}]") for index, entry in enumerate(_list(value, kind))]
+    return [item for index, turn in enumerate(_list(value, kind)) for item in _turn(index, turn)]
+
+
+def _turn(index: int, turn: Any) -> list[dict[str, Any]]:
+    where = f"turns[{index}]"
+    if isinstance(turn, str):
+        return [{"text": turn}]
+    if isinstance(turn, list):
+        return _messages(turn, where)
+    entry = _object(turn, where)
+    if entry and set(entry) <= {"user", "assistant"}:
+        return [{"user_assistant_pairs": [entry]}]
+    return [entry]
+
+
+def _messages(value: Any, where: str) -> list[dict[str, Any]]:
+    messages = _list(value, where)
+    if not all(isinstance(m, Mapping) and "role" in m for m in messages):
+        raise LineError("invalid_line", f"{where}: openai-style messages have a role and a content")
+    try:
+        return build_items(messages, {})  # the client's own conversion (items.py)
+    except InvalidInputError:
+        raise LineError("invalid_line", f"{where}: no user or assistant message") from None
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise LineError("invalid_line", f"{where} must be a non-empty list")
+    return value
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise LineError("invalid_line", f"{where} must be an object")
+    return dict(value)
+
+
+def _with_ids(user: str, number: int, line_id: Any, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for position, item in enumerate(items, start=1):
+        if "id" in item:
+            continue
+        if line_id is not None:
+            item["id"] = line_id if len(items) == 1 else f"{line_id}-{position}"
+        else:
+            item["id"] = item_id(user, number, position, item)
+    return items
+
+
+def item_id(user: str, number: int, position: int, item: Mapping[str, Any]) -> str:
+    """`bf-<hex>`, from the user, the line, the item's place in it and its content: the same line
+    gives the same ids on every run; another file's line with other content, other ids."""
+    content = json.dumps(item, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{user}\n{number}\n{position}\n{content}".encode()).hexdigest()
+    return f"bf-{digest[:32]}"
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Bytes the item takes in the body, encoded as the client encodes it (transport.py)."""
+    return len(encode_json(item))
+
+
+@dataclass
+class Batch:
+    """One request: some of one user's items, in file order, with the line of each."""
+
+    user: str
+    opened_at: int  # the line that opened it
+    items: list[dict[str, Any]] = field(default_factory=list)
+    item_lines: list[int] = field(default_factory=list)
+    size: int = BODY_OVERHEAD
+
+    def append(self, item: dict[str, Any], line: int, size: int) -> None:
+        self.size += size + (1 if self.items else 0)  # the comma
+        self.items.append(item)
+        self.item_lines.append(line)
+
+    @property
+    def lines(self) -> list[int]:
+        return list(dict.fromkeys(self.item_lines))
+
+    def key(self) -> str:
+        """The Idempotency-Key: a digest of the body, so the same key always comes with the same
+        body (another body under a used key would be 409 idempotency_conflict; docs/api.md "Idempotency")."""
+        return "backfill-" + hashlib.sha256(encode_json(self.items)).hexdigest()
+
+    def split(self) -> list["Batch"]:
+        """One batch per line: after a refusal, only the lines at fault fail."""
+        parts: dict[int, Batch] = {}
+        for item, line in zip(self.items, self.item_lines, strict=True):
+            part = parts.setdefault(line, Batch(self.user, line))
+            part.append(item, line, item_size(item))
+        return list(parts.values())
+
+
+class Batcher:
+    """Packs lines into batches: at most `max_items` items and `max_bytes` of body each, one open
+    batch per user. A batch is closed when full, when it was opened over `window` lines ago (so
+    progress is saved while a user's lines are sparse), or when too many are open at once."""
+
+    def __init__(self, max_items: int, max_bytes: int, window: int = 1000, max_open: int = 1000) -> None:
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.window = window
+        self.max_open = max_open
+        self._open: dict[str, Batch] = {}  # insertion order: oldest first
+
+    def add(self, line: Line) -> tuple[list[Batch], int]:
+        """The batches this line closed, and how many batches hold its items."""
+        sizes = [item_size(item) for item in line.items]
+        if max(sizes) + BODY_OVERHEAD > MAX_BODY_BYTES:
+            raise LineError("payload_too_large", f"an item is over the {MAX_BODY_BYTES}-byte request limit")
+        closed: list[Batch] = []
+        holders: list[Batch] = []  # the batches that got items of this line
+        batch = self._open.get(line.user)
+        for item, size in zip(line.items, sizes, strict=True):
+            if batch is not None and batch.items and not self._fits(batch, size):
+                closed.append(self._open.pop(line.user))
+                batch = None
+            if batch is None:
+                batch = self._open[line.user] = Batch(line.user, line.number)
+            batch.append(item, line.number, size)
+            if not holders or holders[-1] is not batch:
+                holders.append(batch)
+        return closed + self._expired(line.number), len(holders)
+
+    def _fits(self, batch: Batch, size: int) -> bool:
+        return len(batch.items) < self.max_items and batch.size + size + 1 <= self.max_bytes
+
+    def _expired(self, number: int) -> list[Batch]:
+        closed: list[Batch] = []
+        while self._open:
+            user, oldest = next(iter(self._open.items()))
+            if oldest.opened_at > number - self.window and len(self._open) <= self.max_open:
+                break
+            closed.append(self._open.pop(user))
+        return closed
+
+    def flush(self) -> list[Batch]:
+        """Every open batch, oldest first (end of the file, or a stop)."""
+        closed, self._open = list(self._open.values()), {}
+        return closed

@@ -1,0 +1,108 @@
+"""The global options of `hippocampus` and the client they make (client/README.md "CLI").
+
+The CLI always uses the client in strict mode (client/README.md "Strict mode"): a host
+application wants `None` on error, a person at a terminal wants to know what went wrong.
+The client is made on first use, so `--help`, `redrive` and a usage error need no tenant.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
+from .cli_output import fail
+from .errors import ConfigurationError, HippocampusError
+from .sync_client import MemoryClient
+
+LOCAL_ENDPOINT = "http://127.0.0.1:3000"  # `make dev` (README.md "Try it locally")
+LOCAL_CONDENSER = "hippocampus-dev-condenser"  # its deployed name, served by the local Invoke API
+# The client's own retries of 429/503 (docs/api.md "Errors"); a person can wait longer than an app.
+CLI_MAX_RETRIES = 4
+
+
+@dataclass
+class CliState:
+    endpoint: str | None = None
+    tenant: str | None = None
+    as_json: bool = False
+    local: bool = False
+    stack: str | None = None
+    region: str | None = None
+    timeout: float = 30.0
+    _client: MemoryClient | None = field(default=None, repr=False)
+
+    def client(self) -> MemoryClient:
+        """The strict client of these options: `--stack` (direct invoke), else the endpoint."""
+        if self._client is None:
+            if not self.tenant:
+                raise ConfigurationError(f"no tenant: pass --tenant TENANT or set {TENANT_VARIABLE}")
+            options: dict[str, Any] = {
+                "strict": True,
+                "timeout": self.timeout,
+                "write_timeout": self.timeout,
+                "max_retries": CLI_MAX_RETRIES,
+            }
+            if self.stack:
+                self._client = MemoryClient.from_stack(
+                    self.stack, self.tenant, via="invoke", region=self.region, **options
+                )
+            elif not self.endpoint:
+                raise ConfigurationError(
+                    f"no endpoint: pass --endpoint URL or --local, or set {ENDPOINT_VARIABLE}"
+                )
+            else:
+                self._client = MemoryClient(self.endpoint, self.tenant, region=self.region, **options)
+        return self._client
+
+    def local_endpoint(self) -> str | None:
+        """The endpoint whose Invoke API serves direct invocations: the local stack's (`--local`,
+        or any plain-http endpoint, which is never AWS; docs/api.md "Direct invocation", Locally)."""
+        if self.stack:
+            return None
+        if self.local or (self.endpoint or "").startswith("http://"):
+            return self.endpoint
+        return None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close(timeout=1.0)  # strict `add` sends at once: nothing is queued
+            self._client = None
+
+
+class CliGroup(click.Group):
+    """Turns every error of the client into one line and exit code 1 (cli_output.py)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HippocampusError as error:
+            fail(error, _as_json(ctx))
+        except OSError as error:  # a file the command reads or writes
+            fail(_io_error(error), _as_json(ctx))
+
+
+class IoError(HippocampusError):
+    code = "io_error"
+
+
+def _io_error(error: OSError) -> HippocampusError:
+    name = f": {error.filename}" if error.filename else ""
+    return IoError(f"{error.strerror or type(error).__name__}{name}")
+
+
+def _as_json(ctx: click.Context) -> bool:
+    state = ctx.find_object(CliState)
+    return bool(state and state.as_json)
+
+
+def resolve_endpoint(ctx: click.Context, endpoint: str | None, local: bool) -> str | None:
+    """`--local` means the local stack, unless `--endpoint` was given on the command line too
+    (a local stack on another port); over HIPPOCAMPUS_ENDPOINT, `--local` wins."""
+    given = ctx.get_parameter_source("endpoint") == click.core.ParameterSource.COMMANDLINE
+    if local and not given:
+        return LOCAL_ENDPOINT
+    return endpoint
+
+
+pass_state = click.make_pass_decorator(CliState)

@@ -1,0 +1,289 @@
+"""The `hippocampus` command (client/README.md "CLI") with click's CliRunner against a fake
+Hippocampus on 127.0.0.1 (client_cli_fake.py): every command, `--json`, errors, redrive."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from client_cli_fake import FakeHippocampus
+from client_test_servers import closed_port
+
+from hippocampus_client import cli_redrive
+from hippocampus_client.cli import cli
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeHippocampus]:
+    with FakeHippocampus() as server:
+        yield server
+
+
+def run(fake: FakeHippocampus, *args: str, input: str | None = None, json_output: bool = False) -> Result:
+    """`hippocampus --endpoint <fake> --tenant acme [--json] ARGS`."""
+    options = ["--endpoint", fake.url, "--tenant", "acme"] + (["--json"] if json_output else [])
+    return CliRunner().invoke(cli, [*options, *args], input=input)
+
+
+def document(result: Result) -> Any:
+    return json.loads(result.stdout)
+
+
+def seed(fake: FakeHippocampus, memory: str | None = "Alice sells candles.", facts: int = 0) -> None:
+    body = fake._memory(("acme", "alice"))
+    body |= {"memory": memory, "version": 1 if memory else 0, "word_count": 3}
+    body["facts"] = [{"id": f"f{i}", "text": f"Pays suppliers through Stripe {i}."} for i in range(facts)]
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+
+def test_get_prints_the_summary_with_the_options_of_the_issue(fake: FakeHippocampus) -> None:
+    seed(fake)
+    result = CliRunner().invoke(cli, ["--endpoint", fake.url, "--tenant", "acme", "get", "alice"])
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "Alice sells candles.\n", "")
+    assert fake.requests[-1].path == "/v1/tenants/acme/users/alice/memory"
+
+
+def test_get_full_and_json(fake: FakeHippocampus) -> None:
+    seed(fake, facts=1)
+    full = run(fake, "get", "alice", "--full")
+    assert full.exit_code == 0 and "version 1, 3 words" in full.stdout
+    assert "f0: Pays suppliers through Stripe 0." in full.stdout
+    short = document(run(fake, "get", "alice", json_output=True))
+    assert short == {
+        "tenant_id": "acme",
+        "user_id": "alice",
+        "memory": "Alice sells candles.",
+        "version": 1,
+        "updated_at": None,
+    }
+    assert document(run(fake, "get", "--full", "alice", json_output=True))["facts"][0]["id"] == "f0"
+
+
+def test_get_before_a_first_version_prints_nothing_on_stdout(fake: FakeHippocampus) -> None:
+    result = run(fake, "get", "bob")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert "no summary for bob yet" in result.stderr
+
+
+def test_query_context_and_history(fake: FakeHippocampus) -> None:
+    seed(fake, facts=2)
+    answer = run(fake, "query", "alice", "stripe", "suppliers", "--top-k", "5", "--types", "fact,episode",
+                 "--alpha", "0.2", "--filter", "channel=web", "--filter", "channel=app", "--no-memory")  # fmt: skip
+    assert answer.exit_code == 0 and "0.900 fact f0" in answer.stdout
+    assert fake.requests[-1].body == {
+        "query": "stripe suppliers", "top_k": 5, "types": ["fact", "episode"], "alpha": 0.2,
+        "metadata_filters": {"channel": ["web", "app"]}, "include_memory": False,
+    }  # fmt: skip
+    assert run(fake, "query", "alice", "x", "--types", "note").exit_code == 2
+    block = run(fake, "context", "alice", "how", "do", "I", "pay?", "--max-words", "50")
+    assert block.stdout == "What you know about this user:\nAlice sells candles.\n"
+    assert fake.requests[-1].body == {"max_words": 50, "query": "how do I pay?"}
+    assert document(run(fake, "context", "alice", json_output=True))["word_count"] == 9
+    assert fake.requests[-1].body == {"max_words": 300}
+    history = run(fake, "history", "alice", "--limit", "5")
+    assert history.stdout.startswith("version 1 (-, by hand):\n    Alice sells candles.")
+    assert fake.requests[-1].query == {"limit": "5"}
+    assert document(run(fake, "history", "alice", json_output=True))["versions"][0]["version"] == 1
+
+
+def test_export_to_stdout_and_to_a_file(fake: FakeHippocampus, tmp_path: Path) -> None:
+    seed(fake)
+    assert document(run(fake, "export", "alice"))["memory"]["memory"] == "Alice sells candles."
+    target = tmp_path / "alice.json"
+    result = run(fake, "export", "alice", "--output", str(target), json_output=True)
+    assert result.exit_code == 0 and document(result)["output"] == str(target)
+    assert json.loads(target.read_text())["user_id"] == "alice"
+    assert [p.name for p in tmp_path.iterdir()] == ["alice.json"]
+
+
+# --- writes -------------------------------------------------------------------------------------
+
+
+def test_add_from_arguments_a_file_and_stdin(fake: FakeHippocampus, tmp_path: Path) -> None:
+    assert run(fake, "add", "alice", "I", "sell", "candles.").exit_code == 0
+    source = tmp_path / "turn.txt"
+    source.write_text("User: I moved to Stripe.\nAssistant: Noted!\n")
+    assert run(fake, "add", "alice", "--file", str(source), "--id", "turn-2").exit_code == 0
+    assert run(fake, "add", "alice", "-", input="From stdin with -\n").exit_code == 0
+    assert run(fake, "add", "alice", input="Piped, no argument").exit_code == 0
+    bodies = [r.body for r in fake.requests if r.method == "POST"]
+    assert [b["items"][0]["text"] for b in bodies] == [
+        "I sell candles.", "User: I moved to Stripe.\nAssistant: Noted!", "From stdin with -", "Piped, no argument",
+    ]  # fmt: skip
+    assert bodies[1]["items"][0]["id"] == "turn-2"
+    empty = run(fake, "add", "alice", input="  \n")
+    assert empty.exit_code == 2 and "nothing to add" in empty.stderr
+
+
+def test_add_a_fact_json_input_and_json_output(fake: FakeHippocampus) -> None:
+    result = run(fake, "add", "alice", "Prefers", "email.", "--fact", "contact", "--title", "Contact",
+                 "--metadata", '{"channel": "web"}', json_output=True)  # fmt: skip
+    assert document(result)["jobs"][0].items() >= {"item_id": "contact", "status": "completed"}.items()
+    item = fake.requests[-1].body["items"][0]
+    assert item == {
+        "text": "Prefers email.",
+        "id": "contact",
+        "infer": False,
+        "title": "Contact",
+        "metadata": {"channel": "web"},
+    }
+    messages = [{"role": "user", "content": "Hi, I am Bo."}, {"role": "assistant", "content": "Hello Bo!"}]
+    assert run(fake, "add", "bo", "--json-input", input=json.dumps(messages)).exit_code == 0
+    assert fake.requests[-1].body["items"] == [
+        {"user_assistant_pairs": [{"user": "Hi, I am Bo.", "assistant": "Hello Bo!"}]}
+    ]
+    assert run(fake, "add", "bo", "--json-input", input="{not json").exit_code == 2
+    assert run(fake, "add", "bo", "x", "--metadata", "[1]").exit_code == 2
+
+
+def test_add_wait_prints_the_final_jobs_and_fails_with_a_failed_job(fake: FakeHippocampus) -> None:
+    done = run(fake, "add", "alice", "I sell candles.", "--wait")
+    assert done.exit_code == 0 and " completed item=item-0 version=1" in done.stdout
+    assert run(fake, "get", "alice").stdout == "I sell candles.\n"
+    failed = run(fake, "add", "alice", "FAIL-ME please", "--wait")
+    assert (
+        failed.exit_code == 1 and " failed " in failed.stdout and "error: job_failed: job-" in failed.stderr
+    )
+
+
+def test_job_and_wait(fake: FakeHippocampus) -> None:
+    jobs = document(run(fake, "add", "alice", "one", json_output=True))["jobs"]
+    stuck = document(run(fake, "add", "alice", "STAY-QUEUED", json_output=True))["jobs"]
+    assert run(fake, "job", jobs[0]["job_id"]).stdout.startswith(f"{jobs[0]['job_id']} completed item=")
+    waited = run(fake, "wait", jobs[0]["job_id"], json_output=True)
+    assert waited.exit_code == 0 and document(waited)["jobs"][0]["status"] == "completed"
+    timed_out = run(
+        fake,
+        "wait",
+        jobs[0]["job_id"],
+        stuck[0]["job_id"],
+        "--timeout",
+        "0.3",
+        "--interval",
+        "0.1",
+        json_output=True,
+    )
+    assert timed_out.exit_code == 1 and "error: wait_timeout: 1 of 2 jobs not final" in timed_out.stderr
+    assert [j["status"] for j in document(timed_out)["jobs"]] == ["completed", "queued"]
+
+
+def test_forget_asks_unless_yes(fake: FakeHippocampus) -> None:
+    seed(fake, facts=1)
+    declined = run(fake, "forget", "alice", input="n\n")
+    assert (
+        declined.exit_code == 1 and "Delete everything stored about alice (tenant acme)?" in declined.stderr
+    )
+    assert not any(r.method == "DELETE" for r in fake.requests)
+    fact = run(fake, "forget", "alice", "--fact", "f0", input="y\n")
+    assert fact.exit_code == 0 and "deleted fact f0 of alice" in fact.stdout
+    gone = run(fake, "forget", "alice", "--fact", "f0", "--yes")
+    assert (gone.exit_code, gone.stderr) == (1, "error: not_found (404): no such fact\n")
+    forgot = run(fake, "forget", "alice", "-y", json_output=True)
+    assert document(forgot) == {"deleted": True, "user_id": "alice"}
+    assert fake.requests[-1].method == "DELETE" and fake.requests[-1].path.endswith("/users/alice/memory")
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_an_api_error_is_one_line_with_its_code_and_exit_1(fake: FakeHippocampus) -> None:
+    result = run(fake, "job", "job-nope")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1,
+        "",
+        "error: not_found (404): no such job\n",
+    )
+    as_json = run(fake, "job", "job-nope", json_output=True)
+    assert (
+        document(as_json)["error"].items()
+        >= {"code": "not_found", "status": 404, "message": "no such job"}.items()
+    )
+
+
+def test_a_dead_endpoint_and_missing_settings_give_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HIPPOCAMPUS_TENANT", raising=False)
+    monkeypatch.delenv("HIPPOCAMPUS_ENDPOINT", raising=False)
+    url = f"http://127.0.0.1:{closed_port()}"
+    dead = CliRunner().invoke(cli, ["--endpoint", url, "--tenant", "acme", "get", "alice"])
+    assert dead.exit_code == 1 and dead.stderr.startswith("error: connection_error: ")
+    assert "Traceback" not in dead.output and isinstance(
+        dead.exception, SystemExit
+    )  # click's exit, nothing else
+    no_tenant = CliRunner().invoke(cli, ["--endpoint", url, "get", "alice"])
+    assert (
+        "error: configuration_error: no tenant: pass --tenant TENANT or set HIPPOCAMPUS_TENANT"
+        in no_tenant.stderr
+    )
+    monkeypatch.setenv("HIPPOCAMPUS_TENANT", "acme")
+    no_endpoint = CliRunner().invoke(cli, ["get", "alice"])
+    assert no_endpoint.exit_code == 1 and "error: configuration_error: no endpoint" in no_endpoint.stderr
+    both = CliRunner().invoke(cli, ["--local", "--stack", "S", "get", "alice"])
+    assert both.exit_code == 2
+
+
+def test_local_means_the_local_stack_unless_an_endpoint_is_given(
+    fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIPPOCAMPUS_ENDPOINT", "https://api.example.com/dev/")
+    seed(fake)
+    on_port = CliRunner().invoke(cli, ["--endpoint", fake.url, "--local", "--tenant", "acme", "get", "alice"])
+    assert on_port.stdout == "Alice sells candles.\n"
+    monkeypatch.setenv("HIPPOCAMPUS_ENDPOINT", fake.url)
+    monkeypatch.setenv("HIPPOCAMPUS_TENANT", "acme")
+    assert CliRunner().invoke(cli, ["get", "alice"]).stdout == "Alice sells candles.\n"
+
+
+# --- redrive --------------------------------------------------------------------------------------
+
+
+def test_redrive_loops_until_the_dead_letter_queue_is_empty(fake: FakeHippocampus) -> None:
+    fake.dead_letters = 250
+    result = run(fake, "--local", "redrive")
+    assert result.exit_code == 0, result.output
+    assert fake.redrive_limits == [100, 100, 100]
+    assert "moved 250 messages, requeued 250 jobs in 3 invocations; about 0 left" in result.stdout
+    assert "moved 100, jobs requeued 100, remaining 150" in result.stderr
+    assert fake.requests[-1].path == "/2015-03-31/functions/hippocampus-dev-condenser/invocations"
+    assert fake.requests[-1].body == {"action": "redrive_dead_letters", "limit": 100}
+
+
+def test_redrive_bounds_and_json(fake: FakeHippocampus) -> None:
+    fake.dead_letters = 500
+    limited = run(fake, "--local", "redrive", "--batch", "100", "--limit", "150", json_output=True)
+    assert document(limited) == {
+        "moved": 150,
+        "jobs_requeued": 150,
+        "remaining": 350,
+        "invocations": 2,
+        "function": "hippocampus-dev-condenser",
+    }
+    assert fake.redrive_limits == [100, 50]
+    once = run(fake, "--local", "redrive", "--batch", "1000", "--max-batches", "1", "--limit", "20")
+    assert once.exit_code == 0 and fake.redrive_limits[-1] == 20 and "messages remain" in once.stderr
+    empty = FakeHippocampus()
+    with empty:
+        nothing = run(empty, "--local", "redrive", json_output=True)
+    assert document(nothing)["moved"] == 0 and document(nothing)["invocations"] == 1
+
+
+def test_redrive_errors(fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch) -> None:
+    unknown = run(fake, "redrive", "--function", "hippocampus-dev-nope")  # plain http: the local Invoke API
+    assert unknown.exit_code == 1 and unknown.stderr.startswith("error: ResourceNotFoundException (404)")
+    unnamed = CliRunner().invoke(cli, ["--endpoint", "https://api.example.com/dev/", "redrive"])
+    assert unnamed.exit_code == 2 and "name the condenser" in unnamed.stderr
+    monkeypatch.setattr(
+        cli_redrive, "stack_outputs", lambda stack, region: {"CondenserFunctionName": f"{stack}-cond"}
+    )
+    from hippocampus_client.cli_settings import CliState
+
+    assert cli_redrive.condenser_name(CliState(stack="Hippocampus-dev"), None) == "Hippocampus-dev-cond"
+    monkeypatch.setattr(cli_redrive, "stack_outputs", lambda stack, region: {})
+    missing = CliRunner().invoke(cli, ["--stack", "S", "redrive"])
+    assert (
+        missing.exit_code == 1
+        and "error: configuration_error: the stack S has no output CondenserFunctionName" in missing.stderr
+    )
