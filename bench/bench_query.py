@@ -40,9 +40,6 @@ QUESTIONS = ("which payment provider do we use?", "where do the candles ship?", 
 def seed(call: Callable[..., Any]) -> None:
     """The memory and 200 facts through the API; 2,000 episodes as the condenser writes them."""
     from hippocampus import wiring
-    from hippocampus.adapters import aws_clients
-    from hippocampus.adapters.dynamodb_episodes import episode_put
-    from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.contracts.models import Episode
     from hippocampus.domain.indexing import ALL_EPISODES
     from tests.support.lambda_harness import api_event
@@ -74,20 +71,13 @@ def seed(call: Callable[..., Any]) -> None:
         )
         for n in range(EPISODES)
     ]
-    table = Table(os.environ["MEMORY_TABLE_NAME"], lambda: aws_clients.client("dynamodb"))  # noqa: TID251
-    retention_s = wiring.episode_store().ttl_s
-    for start in range(0, EPISODES, 100):  # the items the condenser writes, 100 per transaction
-        chunk = episodes[start : start + 100]
-        table.transact([episode_put(table, TENANT, USER, 0, episode, retention_s) for episode in chunk])
+    write_episodes(episodes)
     wiring.indexer().index_user(TENANT, USER, ALL_EPISODES)
 
 
 def new_turn(n: int) -> None:
     """One more episode, written and indexed as the condenser does after a turn."""
     from hippocampus import wiring
-    from hippocampus.adapters import aws_clients
-    from hippocampus.adapters.dynamodb_episodes import episode_put
-    from hippocampus.adapters.dynamodb_table import Table, key, user_pk
     from hippocampus.contracts.models import Episode
 
     episode = Episode(
@@ -96,17 +86,20 @@ def new_turn(n: int) -> None:
         text=f"User: New turn {n} about the Lyon store.\nAssistant: Noted.",
         created_at=datetime.now(UTC),
     )
-    table = Table(os.environ["MEMORY_TABLE_NAME"], lambda: aws_clients.client("dynamodb"))  # noqa: TID251
-    count = {
-        "Update": {
-            "TableName": table.name,
-            "Key": key(user_pk(TENANT, USER), "MEMORY"),
-            "UpdateExpression": "ADD episode_count :one",
-            "ExpressionAttributeValues": {":one": {"N": "1"}},
-        }
-    }
-    table.transact([episode_put(table, TENANT, USER, 0, episode, wiring.episode_store().ttl_s), count])
+    write_episodes([episode])
     wiring.indexer().index_user(TENANT, USER)
+
+
+def write_episodes(episodes: list[Any]) -> None:
+    """The items the condenser writes (the episodes, counted on the memory), 99 per transaction:
+    a transaction holds 100 items."""
+    from hippocampus import wiring
+    from hippocampus.adapters import aws_clients
+    from hippocampus.adapters.dynamodb_table import Table
+
+    table = Table(os.environ["MEMORY_TABLE_NAME"], lambda: aws_clients.client("dynamodb"))  # noqa: TID251
+    for start in range(0, len(episodes), 99):
+        table.transact(wiring.episode_store().counted_puts(TENANT, USER, 0, episodes[start : start + 99]))
 
 
 def forget_the_user() -> None:

@@ -270,7 +270,11 @@ class Api:
         timeout_s: float = ASYNC_DEADLINE_S,
     ) -> dict[str, Any]:
         def probe() -> dict[str, Any] | None:
-            job = self.job(tenant, job_id)
+            response = self.request("GET", f"/v1/tenants/{tenant}/jobs/{job_id}")
+            if response.status_code == 429:
+                return None  # polling many jobs at once may be throttled: "slow down and retry"
+            assert response.status_code == 200, response.text
+            job: dict[str, Any] = response.json()
             return job if job["status"] in statuses else None
 
         return wait_for(

@@ -9,8 +9,7 @@ import pytest
 
 from hippocampus import wiring
 from hippocampus.adapters import aws_clients
-from hippocampus.adapters.dynamodb_episodes import episode_put
-from hippocampus.adapters.dynamodb_table import Table, key, user_pk
+from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.contracts.models import Episode
 from tests.support.lambda_harness import Service
 
@@ -65,15 +64,7 @@ def test_a_turn_written_out_of_order_is_found(service: Service, aws: Any) -> Non
     )
     # As the condenser writes an episode: the item, and the memory's episode count.
     table = Table(aws.table_name, lambda: aws_clients.client("dynamodb"))
-    count = {
-        "Update": {
-            "TableName": aws.table_name,
-            "Key": key(user_pk(T, U), "MEMORY"),
-            "UpdateExpression": "ADD episode_count :one",
-            "ExpressionAttributeValues": {":one": {"N": "1"}},
-        }
-    }
-    table.transact([episode_put(table, T, U, state.generation, late, 3600), count])
+    table.transact(wiring.episode_store().counted_puts(T, U, state.generation, [late]))
     assert found(service, "supplier Porto paid") == ["Redriven: the supplier in Porto was paid."]
 
 

@@ -82,9 +82,20 @@ class DynamoEpisodeStore:
     def put_episodes(
         self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode], memory_version: int
     ) -> None:
-        # Written only while the user is at `generation` (a delete since then wins), and counted.
+        now = self._table.now()
+        jobs = [
+            job_update(self._table, tenant_id, episode.job_id, "completed", None, memory_version, now)
+            for episode in episodes
+        ]
+        self._table.transact([*self.counted_puts(tenant_id, user_id, generation, episodes), *jobs])
+
+    def counted_puts(
+        self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]
+    ) -> list[dict[str, Any]]:
+        """The transaction items that write `episodes` only while the user is at `generation` (a
+        delete since then wins) and add them to the memory's episode count."""
         check = generation_check(self._table.name, tenant_id, user_id, generation)["ConditionCheck"]
-        check = {
+        count = {
             "Update": {
                 **check,
                 "UpdateExpression": f"ADD {EPISODE_COUNT} :episodes",
@@ -96,12 +107,7 @@ class DynamoEpisodeStore:
             episode_put(self._table, tenant_id, user_id, generation, episode, self.ttl_s)
             for episode in episodes
         ]
-        now = self._table.now()
-        jobs = [
-            job_update(self._table, tenant_id, episode.job_id, "completed", None, memory_version, now)
-            for episode in episodes
-        ]
-        self._table.transact([check, *puts, *jobs])
+        return [count, *puts]
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
         pk = user_pk(tenant_id, user_id)

@@ -44,18 +44,25 @@ class DynamoMemoryStore:
         pk = user_pk(tenant_id, user_id)
         if not with_facts:
             return self.memory_state(self._get_memory_item(pk)), []
+        state, facts = self.memory_and_fact_items(pk)
+        return state, [fact_of(plain_item(raw)) for raw in facts]
+
+    def memory_and_fact_items(self, pk: str) -> tuple[MemoryState, list[dict[str, Any]]]:
+        """The memory's state and its current facts as stored (recall also reads their vectors),
+        in one Query: `FACT#…` and `MEMORY` sort after `EPISODE#…`, so it never touches the episodes."""
         memory_raw: dict[str, Any] | None = None
         facts: list[dict[str, Any]] = []
-        # `FACT#…` and `MEMORY` sort after `EPISODE#…`: the read never touches the episodes.
         for raw in self._table.query_partition(pk, sk_from=FACT_PREFIX):
             sk = raw[SK]["S"]
             if sk == MEMORY_SK:
                 memory_raw = raw
             elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
-                facts.append(plain_item(raw))
+                facts.append(raw)
         state = self.memory_state(memory_raw)
         # A fact of an earlier generation is one a delete has not finished erasing: never shown.
-        return state, [fact_of(item) for item in facts if int(item.get("generation", 0)) == state.generation]
+        return state, [
+            raw for raw in facts if int(raw.get("generation", {}).get("N", "0")) == state.generation
+        ]
 
     def read_generation(self, tenant_id: str, user_id: str) -> int:
         raw = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")

@@ -14,8 +14,8 @@ from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
 from hippocampus.adapters.dynamodb_table import (
     EPISODE_PREFIX,
     FACT_PREFIX,
-    MEMORY_SK,
     Table,
+    expires_at,
     is_condition_failure,
     key,
     plain_item,
@@ -25,7 +25,6 @@ from hippocampus.adapters.dynamodb_table import (
 from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
-from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 
@@ -39,11 +38,6 @@ def _generation(raw: dict[str, Any]) -> int:
     return int(raw.get("generation", {}).get("N", "0"))
 
 
-def _expiry(raw: dict[str, Any]) -> int | None:
-    expires = raw.get(TTL, {}).get("N")
-    return int(expires) if expires is not None else None
-
-
 class DynamoRecallStore:
     def __init__(self, table: Table, memory: DynamoMemoryStore, cache: EpisodeCache) -> None:
         self._table = table
@@ -52,21 +46,13 @@ class DynamoRecallStore:
 
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
-        memory_raw: dict[str, Any] | None = None
-        facts: list[dict[str, Any]] = []
         # First the memory item and the facts (a memory read), then the episodes: read in this
         # order, the episode count on the memory item is never newer than the episodes found.
-        for raw in self._table.query_partition(pk, sk_from=FACT_PREFIX):
-            sk = raw[SK]["S"]
-            if sk == MEMORY_SK:
-                memory_raw = raw
-            elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
-                facts.append(raw)
-        state = self._memory.memory_state(memory_raw)
+        state, facts = self._memory.memory_and_fact_items(pk)
 
         def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
             return [
-                (raw[SK]["S"], CachedEpisode(Indexed(episode_of(raw), _vector(raw)), _expiry(raw)))
+                (raw[SK]["S"], CachedEpisode(Indexed(episode_of(raw), _vector(raw)), expires_at(raw)))
                 for raw in self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start)
                 if _generation(raw) == state.generation
             ]
@@ -74,14 +60,9 @@ class DynamoRecallStore:
         episodes = self._cache.episodes(
             (tenant_id, user_id), state.generation, state.episode_count, model, read
         )
-        # Items of an earlier generation are ones a delete has not finished erasing: never returned.
         return Corpus(
             state=state,
-            facts=[
-                Indexed(fact_of(plain_item(raw)), _vector(raw))
-                for raw in facts
-                if _generation(raw) == state.generation
-            ],
+            facts=[Indexed(fact_of(plain_item(raw)), _vector(raw)) for raw in facts],
             episodes=episodes.current(self._table.epoch()),
         )
 

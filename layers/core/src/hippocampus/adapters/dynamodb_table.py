@@ -100,6 +100,12 @@ def iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def expires_at(raw: dict[str, Any]) -> int | None:
+    """The item's TTL, in epoch seconds (None: it does not expire)."""
+    expires = raw.get(TTL, {}).get("N")
+    return int(expires) if expires is not None else None
+
+
 def is_condition_failure(error: ClientError) -> bool:
     code = error.response.get("Error", {}).get("Code")
     return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
@@ -206,5 +212,5 @@ class Table:
 
     def expired(self, raw: dict[str, Any]) -> bool:
         # DynamoDB deletes TTL-expired items lazily (and moto never): filter them here.
-        expires = raw.get(TTL, {}).get("N")
-        return expires is not None and int(expires) <= self.epoch()
+        expires = expires_at(raw)
+        return expires is not None and expires <= self.epoch()

@@ -26,11 +26,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from hippocampus.contracts.recall_ports import Indexed
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed
 
 MAX_EPISODES: Final = 20_000
 MAX_AGE_S: Final = 300.0
-RECENT_EPISODES: Final = 100  # as domain/indexing.py: older episodes get a vector by a re-index only
 
 
 @dataclass

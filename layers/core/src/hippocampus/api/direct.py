@@ -25,24 +25,38 @@ def is_direct(event: Any) -> bool:
 
 
 def invoke_direct(event: Any, context: LambdaContext, actions: Mapping[str, DirectHandler]) -> JSON:
+    return answered(lambda: _run(payload_object(event), context, actions))
+
+
+def _run(event: Mapping[str, Any], context: LambdaContext, actions: Mapping[str, DirectHandler]) -> JSON:
+    request = DirectInvocation.model_validate(event)
+    action = actions.get(request.action)
+    if action is None:
+        allowed = ", ".join(sorted(actions))
+        raise ValidationFailed(
+            f"action '{request.action}' is served by the other function; this one serves: {allowed}",
+            [{"field": "action", "message": f"one of: {allowed}", "type": "literal_error"}],
+        )
+    return action(request, context) or {}
+
+
+def payload_object(event: Any) -> Mapping[str, Any]:
+    """The payload, if it is a JSON object whose strings can be stored (else the error to answer)."""
+    if not isinstance(event, Mapping):
+        raise ValidationFailed(
+            f"the payload must be a JSON object with an 'action', not {_json_type(event)}",
+            [{"field": "payload", "message": "must be a JSON object", "type": "model_type"}],
+        )
+    if has_lone_surrogate(event):
+        # Unencodable text would fail in DynamoDB or S3 after part of the request was written.
+        raise MalformedJson("the payload is not valid UTF-8: a string holds a lone surrogate")
+    return event
+
+
+def answered(run: Callable[[], JSON]) -> JSON:
+    """What `run` answers, or the error envelope of what it raised: a direct action never raises."""
     try:
-        if not isinstance(event, Mapping):
-            raise ValidationFailed(
-                f"the payload must be a JSON object with an 'action', not {_json_type(event)}",
-                [{"field": "payload", "message": "must be a JSON object", "type": "model_type"}],
-            )
-        if has_lone_surrogate(event):
-            # Unencodable text would fail in DynamoDB or S3 after part of the request was written.
-            raise MalformedJson("the payload is not valid UTF-8: a string holds a lone surrogate")
-        request = DirectInvocation.model_validate(event)
-        action = actions.get(request.action)
-        if action is None:
-            allowed = ", ".join(sorted(actions))
-            raise ValidationFailed(
-                f"action '{request.action}' is served by the other function; this one serves: {allowed}",
-                [{"field": "action", "message": f"one of: {allowed}", "type": "literal_error"}],
-            )
-        return action(request, context) or {}
+        return run()
     except ValidationError as error:
         return envelope(validation_error(list(error.errors())))
     except ServiceError as error:

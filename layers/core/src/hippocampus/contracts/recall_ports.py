@@ -4,10 +4,15 @@ Adapters implement them (adapters/dynamodb_recall.py); tests hand in the fakes o
 """
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from hippocampus.contracts.models import Episode, Fact
 from hippocampus.contracts.ports import MemoryState
+
+# How far back among a user's episodes the indexer looks for ones without a vector (a condensation
+# writes 30 at most; the rest of the history waits for a re-index: docs/operations.md "Recall"),
+# and so how far back a store that keeps episodes between queries must expect vectors to arrive.
+RECENT_EPISODES: Final = 100
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,9 @@ user, which finds them again; the summary never waits for it.
 from collections.abc import Callable, Iterable, Mapping
 
 from hippocampus.contracts.ports import Embedder
-from hippocampus.contracts.recall_ports import RecallStore, Vector
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, RecallStore, Vector
 from hippocampus.observability import MetricName, logger, record_metric
 
-# How far back among a user's episodes a pass looks for ones without a vector (a condensation
-# writes 30 at most; the rest of the history waits for a re-index: docs/operations.md "Recall").
-RECENT_EPISODES = 100
 ALL_EPISODES = 10_000  # more than MEMORY_MAX_EPISODES can keep
 # Texts per embedding call, so one call stays well inside the provider's request limits.
 EMBED_BATCH = 64
