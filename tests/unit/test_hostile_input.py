@@ -433,11 +433,13 @@ PATH_CASES = [
         ROUTES_WITH_IDS if kind in _EVERYWHERE else [ROUTES_WITH_IDS[index % len(ROUTES_WITH_IDS)]]
     )
 ]
+# A query integer is ASCII digits and nothing else: pydantic alone reads each of these as 5.
+NOT_DIGITS = ("5.0", "%205", "5%20", "+5", "%2B5", "5_0", "5%0A", "%D9%A5")
 QUERY_CASES = [
     _case(
         Http("GET", f"{HISTORY}?limit={value}"), 422, "validation_error", "limit", f"history limit={value!r}"
     )
-    for value in ("0", "101", "-1", "abc", "1.5", "", "1e2", "%00", "99999999999999999999999")
+    for value in ("0", "101", "-1", "abc", "1.5", "", "1e2", "%00", "99999999999999999999999", *NOT_DIGITS)
 ] + [
     _case(Http("GET", f"{EXPORT}?cursor={value}"), 422, "validation_error", "cursor", f"export cursor={name}")
     for name, value in {
@@ -447,13 +449,14 @@ QUERY_CASES = [
         "an unknown section": "Wzk5LCIiXQ",
         "a list of numbers": "WzEsMl0",
         "1025 chars": "A" * 1025,
+        "100,000 chars": "A" * 100_000,
     }.items()
 ]
 
 LIST_CASES = [
     _case(Http("GET", f"{path}?limit={value}"), 422, "validation_error", "limit", f"{name} limit={value!r}")
     for name, path in (("facts", FACTS), ("episodes", EPISODES))
-    for value in ("0", "101", "abc", "1.5", "")
+    for value in ("0", "101", "abc", "1.5", "", *NOT_DIGITS)
 ] + [
     _case(Http("GET", f"{path}?cursor={value}"), 422, "validation_error", "cursor", f"{name} cursor={case}")
     for name, path in (("facts", FACTS), ("episodes", EPISODES))
@@ -465,6 +468,7 @@ LIST_CASES = [
         "a time without offset": "WyIyMDI2LTEyLTAxVDAwOjAwOjAwIiwieCJd",
         "not a time": "WyJ5ZXN0ZXJkYXkiLCJ4Il0",
         "1025 chars": "A" * 1025,
+        "100,000 chars": "A" * 100_000,
     }.items()
 ]
 
@@ -798,6 +802,12 @@ def test_a_request_without_a_body_needs_no_json_content_type(api: Api) -> None:
     # A body route without a body is a missing body, not a media type or a server error.
     status, _, body = api.send(Http("POST", MEMORY, headers=(("Content-Type", "text/plain"),)))
     assert status == 422 and [d["field"] for d in body["error"]["details"]] == ["body"]
+
+
+@pytest.mark.parametrize("path", [HISTORY, FACTS, EPISODES])
+def test_a_limit_in_digits_is_read_as_its_integer(api: Api, path: str) -> None:
+    for value in ("1", "01", "100"):
+        assert api.send(Http("GET", f"{path}?limit={value}"))[0] == 200
 
 
 def test_escaped_replacement_characters_and_surrogate_pairs_are_text(api: Api) -> None:

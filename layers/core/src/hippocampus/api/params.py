@@ -1,8 +1,10 @@
 """Path, query and header parameters of the routes (their responses: api/openapi_responses.py)."""
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
+from pydantic import BeforeValidator, Field
 
 from hippocampus.contracts.limits import (
     IDENTIFIER_PATTERN,
@@ -16,10 +18,31 @@ TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant i
 UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
 JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identifier")]
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _digits_only(value: Any) -> Any:
+    """A query integer is written in ASCII digits alone (docs/api.md "Limits"): pydantic would also
+    read `5.0`, ` 5`, `+5` and `5_0` as 5."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value) is None:
+        raise ValueError("must be written in digits only (no sign, space or decimal point)")
+    return value
+
+
+# The bounds come before the digits check: so the OpenAPI document keeps `minimum` and `maximum`.
 HistoryLimit = Annotated[
-    int, Query(ge=1, le=MAX_HISTORY_LIMIT, description="Versions to return, newest first")
+    int,
+    Field(ge=1, le=MAX_HISTORY_LIMIT),
+    BeforeValidator(_digits_only),
+    Query(description="Versions to return, newest first"),
 ]
-ListLimit = Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT, description="Entries to return, newest first")]
+ListLimit = Annotated[
+    int,
+    Field(ge=1, le=MAX_LIST_LIMIT),
+    BeforeValidator(_digits_only),
+    Query(description="Entries to return, newest first"),
+]
 ListCursor = Annotated[
     str | None,
     Query(min_length=1, max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page"),
