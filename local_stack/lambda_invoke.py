@@ -40,6 +40,10 @@ INVOCATION_TYPES = ("Event", "RequestResponse", "DryRun")
 # Lambda's payload limits: 6 MB for a synchronous invocation, 1 MB for an asynchronous one.
 MAX_ASYNC_PAYLOAD_BYTES = 1024 * 1024
 MAX_RESPONSE_BYTES = 6_291_556  # the response limit Lambda reports, a little over 6 MiB
+# Lambda's parser refuses a payload nested too deep (400 InvalidRequestContentException). Locally the
+# bound is this depth: Python's parser gives up near 10,000 levels, and the pipe to a worker (pickle)
+# near 5,000, where the connection would otherwise close without an answer.
+MAX_PAYLOAD_DEPTH = 1000
 # Lambda retries a failed asynchronous event twice, after about 1 and 2 minutes; seconds here, as the
 # local SQS visibility timeout is (docs/architecture.md "Local stack").
 ASYNC_RETRY_DELAYS_S = (1.0, 2.0)
@@ -116,18 +120,43 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _not_parsed(reason: object) -> InvokeError:
+    return InvokeError(
+        HTTPStatus.BAD_REQUEST,
+        "InvalidRequestContentException",
+        f"Could not parse request body into json: Could not parse payload into json: {reason}",
+    )
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in `value` nest more than `limit` levels. Iterative, as the value
+    may be nested as deep as the parser allows."""
+    pending = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
 def parse_payload(body: bytes) -> Any:
-    """The event a payload holds (an empty one is `{}`, as in Lambda); InvokeError if it is not JSON."""
+    """The event a payload holds (an empty one is `{}`, as in Lambda); InvokeError if it is not JSON
+    or nests deeper than MAX_PAYLOAD_DEPTH."""
     if not body.strip():
         return {}
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        event = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-        raise InvokeError(
-            HTTPStatus.BAD_REQUEST,
-            "InvalidRequestContentException",
-            f"Could not parse request body into json: Could not parse payload into json: {exc}",
-        ) from None
+        raise _not_parsed(exc) from None
+    except RecursionError:
+        raise _not_parsed(f"nested deeper than {MAX_PAYLOAD_DEPTH} levels") from None
+    if nested_deeper_than(event, MAX_PAYLOAD_DEPTH):
+        raise _not_parsed(f"nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+    return event
 
 
 def _header(request: HttpRequest, name: str) -> str | None:

@@ -14,6 +14,7 @@ import pytest
 
 from local_stack.apigateway import HttpRequest
 from local_stack.lambda_invoke import (
+    MAX_PAYLOAD_DEPTH,
     InvokeError,
     LambdaInvokeApi,
     deployed_function_name,
@@ -97,6 +98,28 @@ def test_payloads() -> None:
         with pytest.raises(InvokeError) as refused:
             parse_payload(bad)
         assert refused.value.code == "InvalidRequestContentException"
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"a": ' * depth + b"1" + b"}" * depth
+
+
+@pytest.mark.parametrize("depth", [MAX_PAYLOAD_DEPTH + 1, 6_000, 100_000])
+def test_a_payload_nested_too_deep_is_refused_as_lambda_refuses_it(
+    invoke_api: LambdaInvokeApi, depth: int
+) -> None:
+    # Deep enough for Python's parser (100,000) or the pipe to the worker (6,000) to give up.
+    for invocation_type in ("RequestResponse", "Event"):
+        response = invoke_api.handle(request(NAME, _nested(depth), X_Amz_Invocation_Type=invocation_type))
+        status, code, body = error_of(response)
+        assert (status, code) == (400, "InvalidRequestContentException")
+        assert f"nested deeper than {MAX_PAYLOAD_DEPTH} levels" in body["message"]
+
+
+def test_a_payload_at_the_nesting_bound_reaches_the_function(invoke_api: LambdaInvokeApi) -> None:
+    response = invoke_api.handle(request(NAME, _nested(MAX_PAYLOAD_DEPTH)))
+    assert response.status == 200 and "X-Amz-Function-Error" not in dict(response.headers)
+    assert json.loads(response.body)["event"] == json.loads(_nested(MAX_PAYLOAD_DEPTH))
 
 
 def test_a_result_and_its_log_tail(invoke_api: LambdaInvokeApi) -> None:
