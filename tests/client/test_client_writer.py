@@ -1,18 +1,34 @@
 """The background writer behind `add` (client/README.md, "The background writer"): returns at once,
-loses nothing handed to it before a clean exit, bounds its queue and its wait at exit."""
+merges each user's adds into requests within the API's limits and in order, sends throttled
+requests again, refuses to resend what the service refused, loses nothing handed to it before a
+clean exit, bounds its queue and its wait at exit, and spools or reports what it could not send."""
 
 import asyncio
 import json
 import logging
+import stat
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-from client_test_servers import HangingServer, RecordingServer, job_body, json_answer, mocked, mocked_async
+from client_ingest_server import IngestServer, Items
+from client_test_servers import (
+    HangingServer,
+    RecordingServer,
+    closed_port,
+    job_body,
+    json_answer,
+    mocked,
+    mocked_async,
+)
+
+from hippocampus_client import MemoryClient
+from hippocampus_client.writer import Unsent
 
 SCRIPT = """
 import sys
@@ -39,8 +55,9 @@ def test_everything_added_before_a_clean_exit_is_sent() -> None:
         finished = run_script(server.url, 100)
     assert finished.returncode == 0, finished.stderr
     assert int(finished.stdout) < 100, "the script must exit with items still queued"
-    texts = [json.loads(body)["items"][0]["text"] for _, _, body in server.requests]
+    texts = [item["text"] for _, _, body in server.requests for item in json.loads(body)["items"]]
     assert texts == [f"item {n}" for n in range(100)]
+    assert len(server.requests) < 100, "the adds were merged into fewer requests"
 
 
 def test_the_exit_waits_a_bounded_time_for_a_hanging_endpoint() -> None:
@@ -49,6 +66,7 @@ def test_the_exit_waits_a_bounded_time_for_a_hanging_endpoint() -> None:
         finished = run_script(server.url, 3, exit_timeout=1.0)
     assert finished.returncode == 0, finished.stderr
     assert time.monotonic() - started < 6.0
+    assert "3 items unsent" in finished.stderr
 
 
 FORK_SCRIPT = """
@@ -76,48 +94,193 @@ def test_a_forked_child_does_not_wait_at_exit_for_what_its_parent_queued() -> No
 
 
 class Gate:
-    """A transport handler that holds every request until opened; records the texts."""
+    """A transport handler that holds every request until opened; records each request."""
 
     def __init__(self) -> None:
         self.open = threading.Event()
-        self.texts: list[str] = []
+        self.requests: list[tuple[str, dict[str, str], dict[str, Any], int]] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.open.wait(10)
-        self.texts.append(json.loads(request.content)["items"][0]["text"])
-        return httpx2.Response(202, json={"jobs": [job_body()]})
+        body = json.loads(request.content)
+        user = request.url.path.split("/users/")[1].split("/")[0]
+        self.requests.append((user, dict(request.headers), body, len(request.content)))
+        return httpx2.Response(202, json={"jobs": [job_body() for _ in body["items"]]})
+
+    def items(self, user: str | None = None) -> Items:
+        return [item for who, _, body, _ in self.requests if user in (None, who) for item in body["items"]]
+
+    @property
+    def texts(self) -> list[str]:
+        return [item["text"] for item in self.items()]
+
+
+def wait_in_flight(memory: MemoryClient, items: int) -> None:
+    deadline = time.monotonic() + 5
+    while memory.writer_stats().in_flight < items and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def test_a_full_queue_drops_the_newest_and_warns_with_counts_only(caplog: pytest.LogCaptureFixture) -> None:
     gate = Gate()
     memory = mocked(gate, max_queue=5)
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="hippocampus_client"):
         memory.add("alice", "secret 0")
-        while memory.writer_stats().in_flight == 0 and time.monotonic() - started < 2:
-            time.sleep(0.001)  # the thread has taken the first one and waits on the gate
+        wait_in_flight(memory, 1)  # a thread has taken the first one and waits on the gate
         started = time.monotonic()
         for n in range(1, 20):
             memory.add("alice", f"secret {n}")
     assert time.monotonic() - started < 0.5, "add never waits for the service"
     stats = memory.writer_stats()
     assert (stats.in_flight, stats.queued, stats.dropped) == (1, 5, 14)
-    assert "14 dropped so far" not in caplog.text  # warned at the 1st, 2nd, 4th, 8th drop only
-    assert "8 dropped so far" in caplog.text and "secret" not in caplog.text
+    assert "14 items dropped so far" not in caplog.text  # warned at the 1st, 2nd, 4th, 8th drop only
+    assert "8 items dropped so far" in caplog.text and "secret" not in caplog.text
     gate.open.set()
     assert memory.flush(5)
     assert gate.texts == [f"secret {n}" for n in range(6)]
-    assert memory.writer_stats().sent == 6
+    assert (memory.writer_stats().sent, memory.writer_stats().requests) == (6, 2)
 
 
-def test_a_failed_send_does_not_stop_the_writer() -> None:
-    answers = iter([httpx2.Response(500, json={}), httpx2.Response(202, json={"jobs": [job_body()]})])
-    memory = mocked(lambda request: next(answers))
+def test_each_users_adds_are_merged_within_the_limits_and_kept_in_order() -> None:
+    gate = Gate()
+    memory = mocked(gate)
+    for n in range(250):
+        memory.add("alice", f"alice {n}", id=f"a-{n}")
+        memory.add("bob", f"bob {n}", id=f"b-{n}")
+    big = "x" * 30_000  # near the API's 32,000 characters: the body size bounds the request
+    for n in range(40):
+        memory.add("carol", big, id=f"c-{n}")
+    gate.open.set()
+    assert memory.flush(10)
+    for user, prefix, count in [("alice", "a", 250), ("bob", "b", 250), ("carol", "c", 40)]:
+        assert [item["id"] for item in gate.items(user)] == [f"{prefix}-{n}" for n in range(count)]
+    assert all(len(body["items"]) <= 100 and size < 1024 * 1024 for _, _, body, size in gate.requests)
+    assert len(gate.requests) <= 3 * 4 + 4, "merged: a few requests per user, not one per add"
+    assert max(len(body["items"]) for user, _, body, _ in gate.requests if user == "carol") > 1
+    stats = memory.writer_stats()
+    assert (stats.sent, stats.failed, stats.requests) == (540, 0, len(gate.requests))
+
+
+def test_adds_that_differ_in_upsert_or_carry_an_idempotency_key_are_not_merged() -> None:
+    gate = Gate()
+    memory = mocked(gate)
+    memory.add("alice", "first", id="a1")
+    wait_in_flight(memory, 1)
+    memory.add("alice", "fact", id="a2", infer=False)
+    memory.add("alice", "fact", id="a3", infer=False)
+    memory.add("alice", "fact", id="a4", infer=False, upsert=False)
+    memory.add("alice", "turn", id="a5", idempotency_key="key-5")
+    memory.add("alice", "turn", id="a6")
+    memory.add("alice", "turn", id="a7")
+    gate.open.set()
+    assert memory.flush(5)
+    sent = [
+        ([item["id"] for item in body["items"]], body["upsert"], headers.get("idempotency-key"))
+        for _, headers, body, _ in gate.requests
+    ]
+    assert sent == [
+        (["a1"], True, None),
+        (["a2", "a3"], True, None),
+        (["a4"], False, None),
+        (["a5"], True, "key-5"),
+        (["a6", "a7"], True, None),
+    ]
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_throttled_requests_are_sent_again_until_accepted(status: int) -> None:
+    def throttle_first(number: int, user: str, items: Items) -> tuple[int, dict[str, str]] | None:
+        return (status, {"Retry-After": "0"}) if number <= 15 else None
+
+    users = ["alice", "bob", "carol"]
+    with IngestServer(throttle_first) as server, MemoryClient(endpoint=server.url, tenant="acme") as memory:
+        for n in range(100):
+            for user in users:
+                memory.add(user, f"turn {n}", id=f"{user}-{n}")
+        assert memory.flush(20)
+        for user in users:
+            assert server.ids(user) == [f"{user}-{n}" for n in range(100)]
+        stats = memory.writer_stats()
+    assert (stats.sent, stats.failed) == (300, 0)
+    assert sum(1 for answer, _, _ in server.bodies if answer == status) == 15
+
+
+def test_a_refused_add_fails_alone_and_its_neighbours_are_sent(caplog: pytest.LogCaptureFixture) -> None:
+    def refuse_secret(number: int, user: str, items: Items) -> tuple[int, dict[str, str]] | None:
+        return (422, {}) if any(item["text"] == "my secret" for item in items) else None
+
+    gate = threading.Event()
+
+    def held(number: int, user: str, items: Items) -> tuple[int, dict[str, str]] | None:
+        gate.wait(5)  # the first request waits: the others queue up and are merged
+        return refuse_secret(number, user, items)
+
+    caplog.set_level(logging.WARNING, logger="hippocampus_client")
+    with IngestServer(held) as server, MemoryClient(endpoint=server.url, tenant="acme") as memory:
+        memory.add("alice", "first", id="a-0")
+        for n in range(1, 6):
+            memory.add("alice", "my secret" if n == 3 else f"turn {n}", id=f"a-{n}")
+        gate.set()
+        assert memory.flush(10)
+        stats = memory.writer_stats()
+    assert server.ids("alice") == ["a-0", "a-1", "a-2", "a-4", "a-5"]
+    assert (stats.sent, stats.failed) == (5, 1)
+    assert "status=422" in caplog.text and "item_ids=a-3" in caplog.text
+    assert "my secret" not in caplog.text
+    assert sum(1 for answer, _, _ in server.bodies if answer == 422) == 2, "merged, then alone: once each"
+
+
+def test_a_server_error_is_not_sent_again_and_does_not_stop_the_writer() -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        if "/users/alice/" in request.url.path:
+            return httpx2.Response(500, json={})
+        return httpx2.Response(202, json={"jobs": [job_body()]})
+
+    seen: list[str] = []
+    memory = mocked(handler)
     memory.add("alice", "one")
-    memory.add("alice", "two")
+    memory.add("bob", "two")
     assert memory.flush(5)
     stats = memory.writer_stats()
     assert (stats.sent, stats.failed) == (1, 1)
+    assert len(seen) == 2, "a 500 may have been applied: it is not sent again"
+
+
+def test_with_the_service_down_what_is_left_is_spooled_reported_and_sent_on_the_next_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spool = tmp_path / "unsent.jsonl"
+    reported: list[list[Unsent]] = []
+    caplog.set_level(logging.WARNING, logger="hippocampus_client")
+    dead = f"http://127.0.0.1:{closed_port()}"
+    memory = MemoryClient(endpoint=dead, tenant="acme", spool_path=spool, on_unsent=reported.append)
+    for n in range(3):
+        memory.add("alice", f"private {n}", id=f"a-{n}")
+    memory.add("bob", [{"text": "private b", "id": "b-0"}, {"text": "private c"}])
+    started = time.monotonic()
+    assert memory.close(5) is False
+    assert time.monotonic() - started < 2, "the open circuit ends the wait at once"
+    assert len(reported) == 1
+    assert sorted(reported[0]) == [Unsent("alice", ["a-0", "a-1", "a-2"]), Unsent("bob", ["b-0", None])]
+    assert "5 items unsent" in caplog.text and "item_ids=a-0,a-1,a-2" in caplog.text
+    assert "user_id=bob items=2 item_ids=b-0 (1 without id)" in caplog.text
+    assert "private" not in caplog.text
+    assert stat.S_IMODE(spool.stat().st_mode) == 0o600
+    assert memory.writer_stats().unsent == 5
+    # Another tenant's line stays for that tenant's client.
+    with spool.open("a") as file:
+        file.write(
+            json.dumps({"tenant_id": "other", "user_id": "zed", "items": [{"text": "z"}], "upsert": True})
+        )
+        file.write("\n")
+
+    monkeypatch.setenv("HIPPOCAMPUS_SPOOL", str(spool))
+    with IngestServer() as server, MemoryClient(endpoint=server.url, tenant="acme") as again:
+        assert again.flush(5)
+        assert server.ids("alice") == ["a-0", "a-1", "a-2"]
+        assert server.ids("bob") == ["b-0", "private c"]
+    assert [json.loads(line)["tenant_id"] for line in spool.read_text().splitlines()] == ["other"]
 
 
 def test_flush_says_when_it_timed_out_and_close_refuses_later_adds() -> None:

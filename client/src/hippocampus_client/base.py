@@ -7,19 +7,21 @@ is here once.
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal, Self, TypedDict
 from urllib.parse import urlsplit
 
-from . import calls
+from . import calls, spool
+from .breaker import CircuitBreaker
 from .calls import Call
-from .errors import ConfigurationError, HippocampusError, InvalidInputError
+from .errors import CircuitOpenError, ConfigurationError, HippocampusError, InvalidInputError
 from .http import HttpTransport
 from .invoke import InvokeTarget, InvokeTransport, stack_outputs
 from .items import Content, build_items
 from .retry import AsyncSender, Policy, SyncSender
 from .transport import Transport
-from .writer import BackgroundWriter, WriterStats
+from .writer import BackgroundWriter, Unsent, WriterOptions, WriterStats
 
 logger = logging.getLogger("hippocampus_client")
 ENDPOINT_VARIABLE, TENANT_VARIABLE = "HIPPOCAMPUS_ENDPOINT", "HIPPOCAMPUS_TENANT"
@@ -83,8 +85,14 @@ class ClientBase:
       functions with `lambda:Invoke` instead; `transport=` takes any ready transport.
     - `timeout`: seconds per read, retries included (3); `write_timeout`: per write (10);
       `max_retries`: retries of a 429 or 503 (2).
-    - `max_queue`: requests `add` may hold before dropping the newest (1000); `exit_timeout`:
-      how long the interpreter's exit waits for them (10 s).
+    - `max_queue`: items `add` may hold before dropping the newest (10,000); `exit_timeout`:
+      how long the interpreter's exit waits for them (10 s); `writer_threads`: users whose
+      requests are sent at once (4); `spool_path` (default HIPPOCAMPUS_SPOOL, none): a file
+      where what is still unsent at close is kept, sent by the next client made with it;
+      `on_unsent(list of Unsent(user_id, item_ids))`: called at close with what is left
+      (client/README.md, "The background writer").
+    - `breaker_cooldown`: seconds every request is skipped after one timed out or could not
+      connect (30; 0: never skipped), then one trial goes (client/README.md, "Circuit breaker").
     - `strict=True`: raise `HippocampusError` subclasses instead of returning None, and make
       `add` synchronous.
     """
@@ -98,8 +106,12 @@ class ClientBase:
         timeout: float = 3.0,
         write_timeout: float = 10.0,
         max_retries: int = 2,
-        max_queue: int = 1000,
+        max_queue: int = 10_000,
         exit_timeout: float = 10.0,
+        writer_threads: int = 4,
+        spool_path: str | os.PathLike[str] | None = None,
+        on_unsent: Callable[[list[Unsent]], object] | None = None,
+        breaker_cooldown: float = 30.0,
         region: str | None = None,
         sign: bool | None = None,
         invoke: InvokeTarget | None = None,
@@ -114,10 +126,22 @@ class ClientBase:
             endpoint, region=region, sign=sign, invoke=invoke, lambda_endpoint_url=lambda_endpoint_url
         )
         self.policy = Policy(timeout=timeout, write_timeout=write_timeout, max_retries=max_retries)
-        self._sync_sender = SyncSender(self.transport, self.policy)
-        self._async_sender = AsyncSender(self.transport, self.policy)
-        # Both clients write in the background from a thread, with the blocking sender (writer.py).
-        self._writer = BackgroundWriter(self._sync_sender.send, max_queue, exit_timeout)
+        # One breaker for every call of this client, reads, writes and the background writer's.
+        self.breaker = CircuitBreaker(breaker_cooldown)
+        self._sync_sender = SyncSender(self.transport, self.policy, self.breaker)
+        self._async_sender = AsyncSender(self.transport, self.policy, self.breaker)
+        spool_file = spool_path or os.environ.get(spool.SPOOL_VARIABLE) or None
+        options = WriterOptions(
+            max_queue=max_queue,
+            exit_timeout=exit_timeout,
+            threads=writer_threads,
+            spool_path=Path(spool_file) if spool_file else None,
+            on_unsent=on_unsent,
+        )
+        # Both clients write in the background from threads, with the blocking sender (writer.py).
+        self._writer = BackgroundWriter(self._sync_sender.send, options, self.breaker)
+        if options.spool_path is not None:
+            self._writer.resume(spool.claim(options.spool_path, self.tenant))
 
     @classmethod
     def from_stack(
@@ -153,7 +177,8 @@ class ClientBase:
         return f"{type(self).__name__}(tenant={self.tenant!r}, transport={self.transport!r}, strict={self.strict})"
 
     def writer_stats(self) -> WriterStats:
-        """Counts of the background writer: queued, in flight, sent, failed, dropped."""
+        """Counts of items of the background writer: queued, in flight, sent, failed, dropped,
+        unsent (left at close), and the requests that carried them."""
         return self._writer.stats()
 
     # --- shared by both clients' methods -------------------------------------------------------
@@ -163,7 +188,9 @@ class ClientBase:
         if self.strict:
             raise error
         ids = step.log_ids() if isinstance(step, Call) else str(step or "")
-        if isinstance(error, HippocampusError):
+        if isinstance(error, CircuitOpenError):  # the opening was logged once (breaker.py)
+            logger.debug("hippocampus %s skipped: circuit open %s", what, ids)
+        elif isinstance(error, HippocampusError):
             logger.warning(
                 "hippocampus %s failed: code=%s status=%s request_id=%s %s",
                 what, error.code, error.status, error.request_id, ids,

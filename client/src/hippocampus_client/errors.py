@@ -91,6 +91,13 @@ class MalformedResponseError(TransportError):
     code = "malformed_response"
 
 
+class CircuitOpenError(TransportError):
+    """Not sent: the service timed out or refused a connection less than `breaker_cooldown`
+    seconds ago (client/README.md, "Circuit breaker")."""
+
+    code = "circuit_open"
+
+
 # --- the API's envelope (docs/api.md "Errors") -----------------------------------------------
 
 

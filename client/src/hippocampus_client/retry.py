@@ -1,5 +1,8 @@
 """Sending one call within its time budget, retrying 429 and 503 only (client/README.md, "Retries").
 
+Every call of both clients goes through the client's circuit breaker (breaker.py): while the
+service is known to hang or refuse connections, a call is skipped at once.
+
 Only `throttled` (429) and `dependency_unavailable` (503) say "nothing was done, try again
 later" (docs/api.md "Errors"); every other error is returned at once. Retries back off
 exponentially with full jitter, honour `Retry-After`, and never outlast the call's budget: a
@@ -11,6 +14,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from .breaker import CircuitBreaker
 from .calls import WRITE, Call, Reply
 from .errors import HippocampusError
 from .transport import Transport, check
@@ -20,6 +24,7 @@ BASE_DELAY_S = 0.1
 MAX_DELAY_S = 2.0
 # Less time than this left is not worth another attempt.
 MIN_ATTEMPT_S = 0.05
+OFF = CircuitBreaker(cooldown=0)
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,16 @@ def delay_before_retry(
 
 
 class SyncSender:
-    def __init__(self, transport: Transport, policy: Policy) -> None:
+    def __init__(self, transport: Transport, policy: Policy, breaker: CircuitBreaker = OFF) -> None:
         self.transport = transport
         self.policy = policy
+        self.breaker = breaker
 
     def send(self, call: Call) -> Reply:
+        with self.breaker.guard():
+            return self._send(call)
+
+    def _send(self, call: Call) -> Reply:
         deadline = time.monotonic() + self.policy.budget(call)
         attempt = 0
         while True:
@@ -82,11 +92,16 @@ class SyncSender:
 
 
 class AsyncSender:
-    def __init__(self, transport: Transport, policy: Policy) -> None:
+    def __init__(self, transport: Transport, policy: Policy, breaker: CircuitBreaker = OFF) -> None:
         self.transport = transport
         self.policy = policy
+        self.breaker = breaker
 
     async def send(self, call: Call) -> Reply:
+        with self.breaker.guard():
+            return await self._send(call)
+
+    async def _send(self, call: Call) -> Reply:
         deadline = time.monotonic() + self.policy.budget(call)
         attempt = 0
         while True:
