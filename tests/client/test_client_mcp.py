@@ -367,3 +367,117 @@ def test_the_console_script_serves_the_tools_over_stdio(fake: FakeHippocampus) -
         and result.structured_content["summary"] == "Alice sells candles."
     )
     assert fake.bodies() == [("GET", MEMORY, None)]
+
+
+# --- strict arguments (issue 17): no coercion, no unknown argument, one sentence each ------------
+
+HOSTILE_IDS = [".", "..", "%2e", "a/b", "", "é", "x" * 129, "alice\n", "al ice"]
+# Every id argument of every tool, with the other arguments a call would need.
+ID_ARGUMENTS = [
+    ("recall", "user_id", {"query": "candles"}),
+    ("get_context", "user_id", {}),
+    ("remember", "user_id", {"text": "Alice sells candles."}),
+    ("remember", "fact_id", {"user_id": "alice", "text": "Prefers email."}),
+    ("read_memory", "user_id", {}),
+    ("forget", "user_id", {"confirm": True}),
+    ("forget", "fact_id", {"user_id": "alice"}),
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_IDS, ids=repr)
+@pytest.mark.parametrize(
+    ("tool", "argument", "others"), ID_ARGUMENTS, ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_id_argument_of_every_tool_is_checked_before_any_request(
+    fake: FakeHippocampus,
+    client: MemoryClient,
+    tool: str,
+    argument: str,
+    others: dict[str, Any],
+    hostile: str,
+) -> None:
+    text = error_text(call(client, tool, others | {argument: hostile}))
+    assert f"invalid_input: {argument}: must be an id: 1 to 128 letters" in text
+    assert fake.requests == []
+
+
+def test_every_input_schema_is_closed_and_its_ids_carry_the_pattern(client: MemoryClient) -> None:
+    async def scenario() -> Any:
+        async with Client(build_server(client)) as session:
+            return await session.list_tools()
+
+    for tool in anyio.run(scenario).tools:
+        assert tool.input_schema["additionalProperties"] is False
+        for name, schema in tool.input_schema["properties"].items():
+            if name.endswith("_id"):
+                patterns = [s.get("pattern") for s in schema.get("anyOf", [schema])]
+                assert r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$" in patterns, (tool.name, name)
+
+
+@pytest.mark.parametrize("confirm", ["yes", "true", 1, "1", None])
+def test_forget_refuses_a_confirm_that_is_not_true_or_false(
+    fake: FakeHippocampus, client: MemoryClient, confirm: Any
+) -> None:
+    text = error_text(call(client, "forget", {"user_id": "alice", "confirm": confirm}))
+    assert text == (
+        f"Error executing tool forget: invalid_input: confirm: must be true or false (got {json.dumps(confirm)})"
+    )
+    assert fake.requests == []
+
+
+def test_an_unknown_argument_is_refused_by_name(fake: FakeHippocampus, client: MemoryClient) -> None:
+    text = error_text(call(client, "forget", {"user_id": "alice", "confirm": True, "tenant": "other"}))
+    assert text == (
+        "Error executing tool forget: invalid_input: "
+        "unknown argument: tenant (forget takes user_id, fact_id, confirm)"
+    )
+    assert "unknown argument: topk" in error_text(
+        call(client, "recall", {"user_id": "alice", "query": "q", "topk": 3})
+    )
+    assert fake.requests == []
+
+
+def test_a_string_is_taken_as_sent_not_parsed_as_json(fake: FakeHippocampus, client: MemoryClient) -> None:
+    fake.answers["DELETE", MEMORY + "/facts/null"] = (204, {}, b"")
+    fake.answers["DELETE", MEMORY] = (204, {}, b"")
+    one = call(client, "forget", {"user_id": "alice", "fact_id": "null", "confirm": True})
+    assert one.structured_content == {"user_id": "alice", "forgotten": "fact", "fact_id": "null"}
+    assert fake.bodies() == [("DELETE", MEMORY + "/facts/null", None)]  # the fact, not the whole user
+    text = error_text(call(client, "recall", {"user_id": "alice", "query": "q", "types": '["fact"]'}))
+    assert text.endswith('types: must be a list (got "[\\"fact\\"]")')
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "sentence"),
+    [
+        ("read_memory", {}, "user_id: required"),
+        ("recall", {"user_id": "alice", "query": "q", "top_k": 5.0}, "top_k: must be an integer (got 5.0)"),
+        ("recall", {"user_id": "alice", "query": "q", "top_k": "5"}, 'top_k: must be an integer (got "5")'),
+        ("recall", {"user_id": "alice", "query": "q", "top_k": 51}, "top_k: must be at most 50 (got 51)"),
+        ("recall", {"user_id": "alice", "query": "  "}, 'query: must not be blank (got "  ")'),
+        (
+            "recall",
+            {"user_id": "alice", "query": "q", "types": ["note"]},
+            "types[0]: must be 'fact' or 'episode' (got \"note\")",
+        ),
+        ("get_context", {"user_id": "alice", "max_words": 0}, "max_words: must be at least 1 (got 0)"),
+        (
+            "remember",
+            {"user_id": "alice", "text": "x" * 32_001},
+            "text: must have at most 32000 characters (got 32001 characters)",
+        ),
+        (
+            "remember",
+            {"user_id": "alice", "text": "t", "metadata": ["a"]},
+            'metadata: must be a JSON object (got ["a"])',
+        ),
+        ("read_memory", {"user_id": 7}, "user_id: must be a string (got 7)"),
+    ],
+)
+def test_an_argument_error_is_one_sentence_naming_the_argument_and_the_rule(
+    fake: FakeHippocampus, client: MemoryClient, tool: str, arguments: dict[str, Any], sentence: str
+) -> None:
+    text = error_text(call(client, tool, arguments))
+    assert text == f"Error executing tool {tool}: invalid_input: {sentence}"
+    assert "pydantic" not in text and "\n" not in text
+    assert fake.requests == []

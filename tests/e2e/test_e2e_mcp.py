@@ -35,3 +35,26 @@ def test_a_fact_remembered_through_mcp_is_recalled_and_forgotten(api: Api, tenan
     assert found.structured_content["results"][0]["text"] == text
     assert forgotten.structured_content == {"user_id": user, "forgotten": "fact", "fact_id": "pay"}
     assert again.is_error and "not_found (HTTP 404)" in str(again.content)
+
+
+def test_a_lax_forget_erases_nothing(api: Api, tenant: str, user: str) -> None:
+    """`confirm: "yes"`, an unknown `tenant`, a `..` fact id: each refused, the user's fact still there."""
+    lax = [
+        {"user_id": user, "confirm": "yes"},
+        {"user_id": user, "confirm": True, "tenant": "other"},
+        {"user_id": user, "fact_id": ".."},
+    ]
+
+    async def scenario(memory: MemoryClient) -> tuple[list[Any], Any]:
+        async with Client(build_server(memory)) as session:
+            await session.call_tool(
+                "remember", {"user_id": user, "text": "Prefers email.", "fact_id": "contact"}
+            )
+            refused = [await session.call_tool("forget", arguments) for arguments in lax]
+            return refused, await session.call_tool("read_memory", {"user_id": user})
+
+    with MemoryClient(endpoint=api.base_url, tenant=tenant, strict=True, timeout=ROOM_S) as memory:
+        refused, memory_now = anyio.run(scenario, memory)
+    assert all(result.is_error and "invalid_input" in str(result.content) for result in refused)
+    assert "pydantic" not in str([result.content for result in refused])
+    assert [fact["id"] for fact in memory_now.structured_content["facts"]] == ["contact"]

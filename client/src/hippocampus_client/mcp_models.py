@@ -10,10 +10,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .identifiers import IDENTIFIER_PATTERN
 from .models import Job
 
 # docs/api.md "Routes", identifiers; "Limits".
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$"
+ID_PATTERN = IDENTIFIER_PATTERN  # the client's own check (identifiers.py), in every input schema
 NOT_BLANK = r"\S"  # a search, not a full match: at least one character that is not whitespace
 MAX_TEXT_CHARS, MAX_QUERY_CHARS, MAX_TITLE_CHARS = 32_000, 2_000, 256
 MAX_TOP_K, MAX_CONTEXT_WORDS, MAX_FACTS = 50, 2_000, 200

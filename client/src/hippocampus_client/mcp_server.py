@@ -2,7 +2,8 @@
 
 `hippocampus-mcp --endpoint URL --tenant acme` serves five tools, `recall`, `get_context`,
 `remember`, `read_memory` and `forget`, through a strict `MemoryClient`: the tenant is fixed at
-start, so no tool takes one and an agent can reach no other tenant. An error of the API comes
+start, so no tool takes one and an agent can reach no other tenant. Arguments are strict
+(mcp_arguments.py): no coercion, an unknown one refused by name. An error of the API comes
 back as a tool error naming its code, never as a crash of the server. Logs go to stderr (stdout
 is the protocol) and carry ids and codes only, never a user's content.
 """
@@ -18,11 +19,13 @@ from contextlib import suppress
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from ._version import __version__
 from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
 from .errors import ConfigurationError, HippocampusError
+from .mcp_arguments import StrictTool
 from .mcp_models import ID_PATTERN
 from .mcp_tools import MemoryTools
 from .sync_client import MemoryClient
@@ -47,9 +50,6 @@ def build_server(client: MemoryClient) -> MCPServer:
     """The MCP server of `client`'s tenant; `client` must be strict (its errors become tool errors)."""
     if not client.strict:
         raise ConfigurationError("hippocampus-mcp needs a strict client: MemoryClient(..., strict=True)")
-    server: MCPServer = MCPServer(
-        "hippocampus", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
-    )
     tools = MemoryTools(client)
     table: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
         (tools.recall, "Recall from a user's memory", READS),
@@ -58,13 +58,13 @@ def build_server(client: MemoryClient) -> MCPServer:
         (tools.read_memory, "Read a user's memory", READS),
         (tools.forget, "Forget a user or one fact", ERASES),
     ]
-    for function, title, annotations in table:
-        # The docstring, dedented, is what the agent reads of the tool.
-        description = inspect.getdoc(function)
-        server.add_tool(
-            function, title=title, description=description, annotations=annotations, structured_output=True
-        )
-    return server
+    # The docstring, dedented, is what the agent reads of the tool; its arguments are strict.
+    strict: list[Tool] = [
+        StrictTool.of(f, title, inspect.getdoc(f) or "", notes) for f, title, notes in table
+    ]
+    return MCPServer(
+        "hippocampus", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=strict
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
