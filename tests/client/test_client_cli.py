@@ -2,6 +2,9 @@
 Hippocampus on 127.0.0.1 (client_cli_fake.py): every command, `--json`, errors, redrive."""
 
 import json
+import subprocess
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -287,3 +290,153 @@ def test_redrive_errors(fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch) 
         missing.exit_code == 1
         and "error: configuration_error: the stack S has no output CondenserFunctionName" in missing.stderr
     )
+
+
+# --- hostile ids: refused before any request (issue 17) --------------------------------------------
+
+HOSTILE_IDS = [".", "..", "%2e", "a/b", "", "é", "x" * 129, "alice\n"]
+# Every id the CLI takes, in every command; `{}` is the hostile id, the name is what the error names.
+ID_ARGUMENTS = [
+    (["get", "{}"], "'USER'"),
+    (["query", "{}", "candles"], "'USER'"),
+    (["context", "{}"], "'USER'"),
+    (["history", "{}"], "'USER'"),
+    (["export", "{}"], "'USER'"),
+    (["forget", "{}", "--yes"], "'USER'"),
+    (["forget", "alice", "--fact", "{}", "--yes"], "'--fact'"),
+    (["add", "{}", "I sell candles."], "'USER'"),
+    (["add", "alice", "I sell candles.", "--id", "{}"], "'--id'"),
+    (["add", "alice", "Prefers email.", "--fact", "{}"], "'--fact'"),
+    (["job", "{}"], "'JOB_ID'"),
+    (["wait", "job-1", "{}"], "'JOB_ID...'"),
+    (["--tenant", "{}", "get", "alice"], "'--tenant'"),
+    (["get", "alice", "--tenant", "{}"], "'--tenant'"),
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_IDS, ids=repr)
+@pytest.mark.parametrize(
+    ("template", "named"), ID_ARGUMENTS, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_every_id_of_every_command_is_checked_before_any_request(
+    fake: FakeHippocampus, template: list[str], named: str, hostile: str
+) -> None:
+    seed(fake, facts=1)
+    before = repr(fake.memories)
+    result = run(fake, *[hostile if part == "{}" else part for part in template])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {named}" in result.stderr and "is not an id" in result.stderr
+    assert fake.requests == []
+    assert repr(fake.memories) == before
+
+
+def test_forget_a_dot_dot_fact_erases_nothing(fake: FakeHippocampus) -> None:
+    seed(fake, facts=1)
+    result = run(fake, "forget", "alice", "--fact", "..", "--yes")
+    assert result.exit_code == 2 and "deleted" not in result.stdout
+    assert fake.requests == [] and fake.memories["acme", "alice"]["memory"] == "Alice sells candles."
+
+
+def test_a_tenant_variable_that_is_not_an_id_is_named(fake: FakeHippocampus) -> None:
+    result = CliRunner().invoke(
+        cli, ["--endpoint", fake.url, "get", "alice"], env={"HIPPOCAMPUS_TENANT": ".."}
+    )
+    assert result.exit_code == 2 and "(env var: 'HIPPOCAMPUS_TENANT')" in result.stderr
+    assert fake.requests == []
+
+
+# --- rough edges (issue 17, item 12) -------------------------------------------------------------
+
+
+def test_a_local_stack_that_is_down_names_the_endpoint_and_make_dev() -> None:
+    for url in (f"http://127.0.0.1:{closed_port()}", f"http://localhost:{closed_port()}"):
+        dead = CliRunner().invoke(cli, ["--endpoint", url, "--tenant", "acme", "get", "alice"])
+        assert dead.exit_code == 1
+        assert dead.stderr.endswith(f"; endpoint {url}: is make dev running?\n"), dead.stderr
+        as_json = CliRunner().invoke(cli, ["--endpoint", url, "--tenant", "acme", "--json", "get", "alice"])
+        assert document(as_json)["error"]["message"].endswith(f"endpoint {url}: is make dev running?")
+
+
+def test_the_console_script_says_it_in_one_line() -> None:
+    script = Path(sys.executable).with_name("hippocampus")
+    url = f"http://127.0.0.1:{closed_port()}"
+    dead = subprocess.run(
+        [str(script), "--endpoint", url, "--tenant", "acme", "get", "alice"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (dead.returncode, dead.stdout) == (1, "")
+    assert dead.stderr == (
+        f"error: connection_error: the request failed (ConnectError); endpoint {url}: is make dev running?\n"
+    )
+
+
+def test_an_endpoint_elsewhere_that_does_not_answer_is_named_without_the_local_hint() -> None:
+    url = "http://192.0.2.1:9"  # TEST-NET-1: never answers
+    result = CliRunner().invoke(
+        cli, ["--endpoint", url, "--tenant", "acme", "--timeout", "0.3", "get", "alice"]
+    )
+    assert result.exit_code == 1 and f"; endpoint {url}" in result.stderr
+    assert "make dev" not in result.stderr
+
+
+def test_global_options_after_the_command(fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HIPPOCAMPUS_TENANT", raising=False)
+    monkeypatch.setenv("HIPPOCAMPUS_ENDPOINT", "https://api.example.com/dev/")
+    seed(fake, facts=1)
+    after = ["query", "alice", "stripe", "--json", "--endpoint", fake.url, "--tenant", "acme"]
+    answer = CliRunner().invoke(cli, after)
+    assert answer.exit_code == 0, answer.output
+    assert document(answer)["results"][0]["id"] == "f0"
+    # Given after the command, an option wins over the same one before it.
+    over = CliRunner().invoke(
+        cli, ["--tenant", "beta", "get", "alice", "--endpoint", fake.url, "--tenant", "acme"]
+    )
+    assert over.stdout == "Alice sells candles.\n"
+    assert fake.requests[-1].path == "/v1/tenants/acme/users/alice/memory"
+    # --local after the command: the local stack, unless an --endpoint is on the command line.
+    local = CliRunner().invoke(cli, ["--endpoint", fake.url, "--tenant", "acme", "get", "alice", "--local"])
+    assert local.stdout == "Alice sells candles.\n"
+    both = CliRunner().invoke(cli, ["--local", "get", "alice", "--stack", "S", "--tenant", "acme"])
+    assert both.exit_code == 2 and "--local and --stack" in both.stderr
+
+
+def test_a_commands_own_option_keeps_its_meaning(fake: FakeHippocampus) -> None:
+    stuck = document(run(fake, "add", "alice", "STAY-QUEUED", json_output=True))["jobs"][0]["job_id"]
+    waited = run(fake, "wait", stuck, "--timeout", "0.2", "--interval", "0.1")
+    assert waited.exit_code == 1 and "not final after 0.2 s" in waited.stderr
+
+
+def test_wait_reports_the_known_jobs_and_each_unknown_one(fake: FakeHippocampus) -> None:
+    job_id = document(run(fake, "add", "alice", "I sell candles.", json_output=True))["jobs"][0]["job_id"]
+    result = run(fake, "wait", job_id, "job-nope", "--interval", "0.1")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"{job_id} completed item=")
+    assert "error: not_found (404): no such job: job-nope" in result.stderr
+    as_json = run(fake, "wait", "job-nope", job_id, json_output=True)
+    assert as_json.exit_code == 1
+    assert [j["job_id"] for j in document(as_json)["jobs"]] == [job_id]
+    assert [e["code"] for e in document(as_json)["errors"]] == ["not_found"]
+
+
+def test_the_cli_extra_brings_what_redrive_needs() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "client" / "pyproject.toml").read_text())
+    assert "hippocampus-client[aws]" in pyproject["project"]["optional-dependencies"]["cli"]
+
+
+def test_redrive_without_botocore_names_the_extra(
+    fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("botocore", "botocore.session", "botocore.exceptions"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as it would if not installed
+    fake.dead_letters = 3
+    result = run(fake, "redrive")
+    assert result.exit_code == 1 and "error: missing_dependency" in result.stderr
+    assert "hippocampus-client[aws]" in result.stderr and fake.dead_letters == 3
+
+
+def test_redrive_prints_its_result_once(fake: FakeHippocampus) -> None:
+    fake.dead_letters = 30
+    result = run(fake, "--local", "redrive")
+    assert result.exit_code == 0
+    assert result.stdout == "moved 30 messages, requeued 30 jobs in 1 invocation; about 0 left in the DLQ\n"
+    assert result.stderr == ""

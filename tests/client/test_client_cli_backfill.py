@@ -277,3 +277,12 @@ def test_the_human_summary(fake: FakeHippocampus, tmp_path: Path) -> None:
         "  line 2: invalid_line: a line must be a JSON object",
         f"state: {path}.progress",
     ]
+
+
+def test_a_line_whose_user_id_is_not_an_id_fails_alone_unsent(fake: FakeHippocampus, tmp_path: Path) -> None:
+    hostile = [".", "..", "%2e", "a/b", "", "é", "x" * 129, "alice\n"]
+    lines = [{"user_id": user, "text": "User: hi\nAssistant: hello"} for user in [*hostile, "alice"]]
+    report = summary(backfill(fake, write_lines(tmp_path / "ids.jsonl", lines)))
+    assert (report["done"], report["failed"]) == (1, len(hostile))
+    assert {f["code"] for f in report["failures"]} == {"invalid_line"}
+    assert [r.path for r in fake.requests if r.method == "POST"] == ["/v1/tenants/acme/users/alice/memory"]

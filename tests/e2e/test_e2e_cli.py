@@ -41,6 +41,16 @@ def test_add_wait_then_get_shows_the_memory(llm: Any, url: str, tenant: str, use
     assert got.exit_code == 0 and word in got.stdout
 
 
+def test_a_dot_dot_fact_id_erases_nothing(url: str, tenant: str, user: str) -> None:
+    stored = hippocampus(url, tenant, "add", user, "Prefers email.", "--fact", "contact")
+    assert stored.exit_code == 0, stored.output
+    for hostile in ("..", ".", "%2e", "a/b", ""):
+        refused = hippocampus(url, tenant, "forget", user, "--fact", hostile, "--yes")
+        assert refused.exit_code == 2 and "is not an id" in refused.stderr, refused.output
+    memory = as_json(hippocampus(url, tenant, "--json", "get", user, "--full"))
+    assert [fact["id"] for fact in memory["facts"]] == ["contact"]
+
+
 def test_a_backfill_resumed_is_a_no_op_and_restarted_stores_nothing_twice(
     url: str, tenant: str, tmp_path: Path
 ) -> None:

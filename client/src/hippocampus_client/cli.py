@@ -2,7 +2,8 @@
 
     hippocampus --endpoint http://127.0.0.1:3000 --tenant acme get alice
 
-Global options come before the command. Every command uses the client in strict mode, so an
+Global options go before the command or after it (cli_options.py). Every id is checked before
+any request (a usage error, exit code 2). Every command uses the client in strict mode, so an
 error of the API or of the connection is one line on stderr naming its code, and exit code 1.
 `backfill` (cli_backfill.py) and `redrive` (cli_redrive.py) live in their own modules.
 """
@@ -13,32 +14,17 @@ from typing import Any
 import click
 
 from ._version import __version__
-from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE, QueryOptions
-from .cli_add import add, wait_and_report
+from .base import QueryOptions
+from .cli_add import add, known_jobs, wait_and_report
 from .cli_backfill import backfill
+from .cli_options import ID, accept_global_options, global_options
 from .cli_output import count, emit_json, indented, job_line, note, required
 from .cli_redrive import redrive
-from .cli_settings import CliGroup, CliState, pass_state, resolve_endpoint
+from .cli_settings import CliGroup, CliState, pass_state
 from .models import Memory
 
 
-@click.group(cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--endpoint",
-    envvar=ENDPOINT_VARIABLE,
-    metavar="URL",
-    help=f"The API's base URL (the ApiUrl output; https:// is signed with SigV4). Default: ${ENDPOINT_VARIABLE}.",
-)
-@click.option("--tenant", envvar=TENANT_VARIABLE, metavar="TENANT", help=f"Default: ${TENANT_VARIABLE}.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document per command.")
-@click.option("--local", is_flag=True, help="The local stack (make dev): http://127.0.0.1:3000.")
-@click.option(
-    "--stack", metavar="NAME", help="A deployed stack: invoke its functions (its outputs name them)."
-)
-@click.option("--region", metavar="REGION", help="AWS region (default: AWS_REGION, or the ApiUrl's host).")
-@click.option(
-    "--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per request."
-)
+@click.group(cls=CliGroup, params=global_options(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hippocampus")
 @click.pass_context
 def cli(
@@ -53,16 +39,15 @@ def cli(
 ) -> None:
     """Per-user memory for LLM applications: read, add, recall, forget, import, redrive.
 
-    Global options come before the command (client/README.md "CLI"):
+    Global options go before the command, or after it (client/README.md "CLI"):
 
     \b
       hippocampus --endpoint http://127.0.0.1:3000 --tenant acme get alice
       hippocampus --local --tenant acme add alice "I sell candles." --wait
-      hippocampus --local --tenant acme backfill past-conversations.jsonl
+      hippocampus query alice "payment provider" --local --tenant acme --json
     """
-    if local and stack:
-        raise click.UsageError("--local and --stack name two different deployments: give one")
-    state = CliState(resolve_endpoint(ctx, endpoint, local), tenant, as_json, local, stack, region, timeout)
+    given = ctx.get_parameter_source("endpoint") == click.core.ParameterSource.COMMANDLINE
+    state = CliState(endpoint, tenant, as_json, local, stack, region, timeout, endpoint_given=given)
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -73,7 +58,7 @@ cli.add_command(redrive)
 
 
 @cli.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.option("--full", is_flag=True, help="Also the version, the ETag and the facts.")
 @pass_state
 def get(state: CliState, user: str, full: bool) -> None:
@@ -120,7 +105,7 @@ def _filters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 
 
 @cli.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.argument("text", nargs=-1, required=True)
 @click.option("--top-k", type=click.IntRange(1, 50), help="How many results (1-50; service default 10).")
 @click.option("--types", multiple=True, callback=_split_types, help="fact, episode, or fact,episode.")
@@ -167,7 +152,7 @@ def query(
 
 
 @cli.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.argument("query", nargs=-1)
 @click.option("--max-words", type=click.IntRange(1, 2000), default=300, show_default=True)
 @pass_state
@@ -183,8 +168,8 @@ def context(state: CliState, user: str, query: tuple[str, ...], max_words: int) 
 
 
 @cli.command()
-@click.argument("user")
-@click.option("--fact", "fact_id", metavar="ID", help="Delete this one fact only.")
+@click.argument("user", type=ID)
+@click.option("--fact", "fact_id", type=ID, metavar="ID", help="Delete this one fact only.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_state
 def forget(state: CliState, user: str, fact_id: str | None, yes: bool) -> None:
@@ -204,7 +189,7 @@ def forget(state: CliState, user: str, fact_id: str | None, yes: bool) -> None:
 
 
 @cli.command()
-@click.argument("job_id")
+@click.argument("job_id", type=ID)
 @pass_state
 def job(state: CliState, job_id: str) -> None:
     """Print one ingestion job (docs/api.md "Jobs")."""
@@ -216,17 +201,18 @@ def job(state: CliState, job_id: str) -> None:
 
 
 @cli.command()
-@click.argument("job_ids", nargs=-1, required=True, metavar="JOB_ID...")
+@click.argument("job_ids", nargs=-1, required=True, type=ID, metavar="JOB_ID...")
 @click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True)
 @click.option("--interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
 @pass_state
 def wait(state: CliState, job_ids: tuple[str, ...], timeout: float, interval: float) -> None:
-    """Wait until every job is final; exit 1 if one failed or the timeout passed first."""
-    raise click.exceptions.Exit(wait_and_report(state, list(job_ids), timeout, interval))
+    """Wait until every job is final; exit 1 if one failed, is unknown, or the timeout passed first."""
+    known, unknown = known_jobs(state, list(job_ids))
+    raise click.exceptions.Exit(wait_and_report(state, known, timeout, interval, unknown))
 
 
 @cli.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
 @pass_state
 def history(state: CliState, user: str, limit: int) -> None:
@@ -244,7 +230,7 @@ def history(state: CliState, user: str, limit: int) -> None:
 
 
 @cli.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
 @pass_state
 def export(state: CliState, user: str, output: Path | None) -> None:
@@ -260,6 +246,9 @@ def export(state: CliState, user: str, output: Path | None) -> None:
         emit_json({"user_id": user, "output": str(output), "bytes": len(document.encode()) + 1})
     else:
         note(f"wrote the export of {user} to {output}")
+
+
+accept_global_options(cli)  # after every command is added
 
 
 def main() -> None:

@@ -13,9 +13,10 @@ from typing import IO, Any
 import click
 
 from .base import ItemOptions
-from .cli_output import emit_json, error_line, job_line, note, required
+from .cli_options import ID
+from .cli_output import emit_json, error_document, error_line, job_line, note, required
 from .cli_settings import CliState, pass_state
-from .errors import WaitTimeoutError
+from .errors import HippocampusError, NotFoundError, WaitTimeoutError
 from .items import Content
 from .models import Job
 
@@ -33,7 +34,7 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 @click.command()
-@click.argument("user")
+@click.argument("user", type=ID)
 @click.argument("text", nargs=-1)
 @click.option(
     "--file", "source", type=click.File("r", encoding="utf-8"), help="Read the text from FILE (- is stdin)."
@@ -41,9 +42,11 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option(
     "--json-input", is_flag=True, help="The input is JSON: openai-style messages, an item or a list of items."
 )
-@click.option("--id", "item_id", metavar="ID", help="The item's id: the same item sent again queues nothing.")
 @click.option(
-    "--fact", "fact_id", metavar="ID", help="Store the text verbatim as the fact ID (infer: false)."
+    "--id", "item_id", type=ID, metavar="ID", help="The item's id: the same item sent again queues nothing."
+)
+@click.option(
+    "--fact", "fact_id", type=ID, metavar="ID", help="Store the text verbatim as the fact ID (infer: false)."
 )
 @click.option("--user-name", metavar="NAME", help="The user's name, for the condensation prompt.")
 @click.option("--title", help="A short label kept with the fact or episode.")
@@ -140,22 +143,48 @@ def print_jobs(state: CliState, jobs: list[Job]) -> None:
             click.echo(job_line(found))
 
 
-def wait_and_report(state: CliState, job_ids: list[str], timeout: float, interval: float = 0.25) -> int:
-    """Wait for the jobs and print them; the exit code: 1 if one failed or some are not final."""
+def known_jobs(state: CliState, job_ids: list[str]) -> tuple[list[str], list[str]]:
+    """The jobs that exist and those that do not (one read each): an unknown job is reported
+    beside the others, it does not hide their results."""
     client = state.client()
-    try:
-        jobs = required(client.wait(job_ids, timeout=timeout, interval=interval))
-    except WaitTimeoutError as error:
-        current = [required(client.job(job_id)) for job_id in job_ids]
-        if state.as_json:
-            emit_json({"jobs": current, "error": {"code": error.code, "message": error.message}})
+    known, unknown = [], []
+    for job_id in dict.fromkeys(job_ids):
+        try:
+            required(client.job(job_id))
+        except NotFoundError:
+            unknown.append(job_id)
         else:
-            print_jobs(state, current)
-        note(error_line(error))
-        return 1
-    print_jobs(state, jobs)
+            known.append(job_id)
+    return known, unknown
+
+
+def wait_and_report(
+    state: CliState, job_ids: list[str], timeout: float, interval: float = 0.25, unknown: Sequence[str] = ()
+) -> int:
+    """Wait for the jobs and print them, then a line for each unknown job; the exit code: 1 if
+    one failed, is not final, or is unknown."""
+    client = state.client()
+    errors: list[HippocampusError] = [NotFoundError(f"no such job: {job_id}") for job_id in unknown]
+    try:
+        jobs = required(client.wait(job_ids, timeout=timeout, interval=interval)) if job_ids else []
+    except WaitTimeoutError as timed_out:
+        jobs = [required(client.job(job_id)) for job_id in job_ids]
+        errors.insert(0, timed_out)
     failed = [found.job_id for found in jobs if found.status == "failed"]
     if failed:
-        note(f"error: job_failed: {', '.join(failed)}")
-        return 1
-    return 0
+        errors.append(JobFailedError(", ".join(failed)))
+    if state.as_json:
+        emit_json(
+            {"jobs": jobs} | ({"errors": [error_document(e)["error"] for e in errors]} if errors else {})
+        )
+    else:
+        print_jobs(state, jobs)
+    for found in errors:
+        note(error_line(found))
+    return 1 if errors else 0
+
+
+class JobFailedError(HippocampusError):
+    """A job `wait` waited for ended `failed` (its own error is in the job)."""
+
+    code = "job_failed"

@@ -8,12 +8,12 @@ group one user's items, in file order, within the API's limits (docs/api.md "Lim
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidInputError
+from .identifiers import IDENTIFIER
 from .items import build_items
 from .transport import encode_json
 
@@ -54,7 +54,6 @@ ITEM_FIELDS = frozenset(
 )
 CONTENTS = ("text", "user_assistant_pairs", "messages", "items", "turns")
 ERROR_FIELD = "backfill_error"  # what a `.failed.jsonl` line says; ignored when it is read again
-IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$")  # docs/api.md "Routes", identifiers
 
 
 class LineError(Exception):
@@ -95,7 +94,7 @@ def parse_line(number: int, raw: bytes) -> Line | None:
     if not isinstance(data, dict):
         raise LineError("invalid_line", "a line must be a JSON object")
     user = data.get("user_id")
-    if not isinstance(user, str) or not IDENTIFIER.match(user):
+    if not isinstance(user, str) or not IDENTIFIER.fullmatch(user):
         raise LineError("invalid_line", "user_id is missing or not an identifier")
     unknown = sorted(set(data) - ITEM_FIELDS - set(CONTENTS) - {"user_id", ERROR_FIELD})
     if unknown:

@@ -45,10 +45,10 @@ def note(text: str) -> None:
     click.echo(text, err=True)
 
 
-def error_line(error: HippocampusError) -> str:
+def error_line(error: HippocampusError, hint: str | None = None) -> str:
     """`error: not_found (404): no such fact [request id …]`: the code first, for grep and people."""
     status = f" ({error.status})" if error.status is not None else ""
-    message = " ".join((error.message or str(error)).split())  # one line, whatever the server sent
+    message = " ".join(_message(error, hint).split())  # one line, whatever the server sent
     fields = [f"{d.get('field')}: {d.get('message')}" for d in error.details[:MAX_DETAILS]]
     if fields:
         message += " (" + "; ".join(fields) + ")"
@@ -56,12 +56,12 @@ def error_line(error: HippocampusError) -> str:
     return f"error: {error.code}{status}: {message}{request}"
 
 
-def error_document(error: HippocampusError) -> dict[str, Any]:
+def error_document(error: HippocampusError, hint: str | None = None) -> dict[str, Any]:
     """The envelope of docs/api.md "Errors", also for the client's own errors (status null)."""
     return {
         "error": {
             "code": error.code,
-            "message": error.message or str(error),
+            "message": _message(error, hint),
             "status": error.status,
             "details": error.details,
             "request_id": error.request_id,
@@ -69,10 +69,16 @@ def error_document(error: HippocampusError) -> dict[str, Any]:
     }
 
 
-def fail(error: HippocampusError, as_json: bool) -> NoReturn:
+def _message(error: HippocampusError, hint: str | None) -> str:
+    """The error's message, and what the CLI knows beside it (the endpoint that did not answer)."""
+    message = error.message or str(error)
+    return f"{message}; {hint}" if hint else message
+
+
+def fail(error: HippocampusError, as_json: bool, hint: str | None = None) -> NoReturn:
     if as_json:
-        emit_json(error_document(error))
-    note(error_line(error))
+        emit_json(error_document(error, hint))
+    note(error_line(error, hint))
     raise click.exceptions.Exit(EXIT_ERROR)
 
 

@@ -133,18 +133,22 @@ def redrive(
 def run(
     condenser: Condenser, totals: Totals, batch: int, limit: int | None, max_batches: int | None, quiet: bool
 ) -> None:
-    """Invoke until `remaining` is 0, nothing moved (what is left is in flight), or a bound is hit."""
-    while limit is None or totals.moved < limit:
+    """Invoke until `remaining` is 0, nothing moved (what is left is in flight), or a bound is hit.
+
+    Each answer but the last is a progress line on stderr; the last is in the totals, printed once."""
+    while True:
         answer = condenser.redrive(batch if limit is None else min(batch, limit - totals.moved))
         totals.invocations += 1
         totals.moved += answer["moved"]
         totals.jobs_requeued += answer["jobs_requeued"]
         totals.remaining = answer["remaining"]
-        if not quiet:
-            note(
-                f"moved {answer['moved']}, jobs requeued {answer['jobs_requeued']}, remaining {answer['remaining']}"
-            )
         if answer["remaining"] == 0 or answer["moved"] == 0:
             return
         if max_batches is not None and totals.invocations >= max_batches:
             return
+        if limit is not None and totals.moved >= limit:
+            return
+        if not quiet:
+            note(
+                f"moved {answer['moved']}, jobs requeued {answer['jobs_requeued']}, remaining {answer['remaining']}"
+            )

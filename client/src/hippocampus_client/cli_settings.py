@@ -5,14 +5,16 @@ application wants `None` on error, a person at a terminal wants to know what wen
 The client is made on first use, so `--help`, `redrive` and a usage error need no tenant.
 """
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
 from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
 from .cli_output import fail
-from .errors import ConfigurationError, HippocampusError
+from .errors import ConfigurationError, ConnectionFailedError, HippocampusError, TransportError
 from .sync_client import MemoryClient
 
 LOCAL_ENDPOINT = "http://127.0.0.1:3000"  # `make dev` (README.md "Try it locally")
@@ -30,7 +32,26 @@ class CliState:
     stack: str | None = None
     region: str | None = None
     timeout: float = 30.0
+    # `--endpoint` was on the command line: `--local` then keeps it (a local stack on another port),
+    # while over HIPPOCAMPUS_ENDPOINT `--local` wins.
+    endpoint_given: bool = False
     _client: MemoryClient | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._settle()
+
+    def apply(self, name: str, value: Any) -> None:
+        """A global option given after the command: it overrides the one before it."""
+        if name == "endpoint":
+            self.endpoint_given = True
+        setattr(self, name, value)
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.local and self.stack:
+            raise click.UsageError("--local and --stack name two different deployments: give one")
+        if self.local and not self.endpoint_given:
+            self.endpoint = LOCAL_ENDPOINT
 
     def client(self) -> MemoryClient:
         """The strict client of these options: `--stack` (direct invoke), else the endpoint."""
@@ -42,6 +63,9 @@ class CliState:
                 "timeout": self.timeout,
                 "write_timeout": self.timeout,
                 "max_retries": CLI_MAX_RETRIES,
+                # No circuit breaker: a person asked for this request, and backfill retries with
+                # its own pauses; a skipped request would only hide the error that happened.
+                "breaker_cooldown": 0.0,
             }
             if self.stack:
                 self._client = MemoryClient.from_stack(
@@ -64,10 +88,31 @@ class CliState:
             return self.endpoint
         return None
 
+    def hint(self, error: HippocampusError) -> str | None:
+        """Where a request went that got no answer, and for the local stack what to check."""
+        if not isinstance(error, TransportError):
+            return None
+        if self.stack:
+            return f"stack {self.stack}"
+        if not self.endpoint:
+            return None
+        if _is_loopback(self.endpoint) and isinstance(error, ConnectionFailedError):
+            return f"endpoint {self.endpoint}: is make dev running?"
+        return f"endpoint {self.endpoint}"
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close(timeout=1.0)  # strict `add` sends at once: nothing is queued
             self._client = None
+
+
+def _is_loopback(endpoint: str) -> bool:
+    """This machine: where `make dev` serves the local stack."""
+    host = urlsplit(endpoint).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name
+        return False
 
 
 class CliGroup(click.Group):
@@ -77,7 +122,8 @@ class CliGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HippocampusError as error:
-            fail(error, _as_json(ctx))
+            state = ctx.find_object(CliState)
+            fail(error, bool(state and state.as_json), state.hint(error) if state else None)
         except OSError as error:  # a file the command reads or writes
             fail(_io_error(error), _as_json(ctx))
 
@@ -94,15 +140,6 @@ def _io_error(error: OSError) -> HippocampusError:
 def _as_json(ctx: click.Context) -> bool:
     state = ctx.find_object(CliState)
     return bool(state and state.as_json)
-
-
-def resolve_endpoint(ctx: click.Context, endpoint: str | None, local: bool) -> str | None:
-    """`--local` means the local stack, unless `--endpoint` was given on the command line too
-    (a local stack on another port); over HIPPOCAMPUS_ENDPOINT, `--local` wins."""
-    given = ctx.get_parameter_source("endpoint") == click.core.ParameterSource.COMMANDLINE
-    if local and not given:
-        return LOCAL_ENDPOINT
-    return endpoint
 
 
 pass_state = click.make_pass_decorator(CliState)
