@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -260,8 +261,9 @@ def test_memory_down_the_chat_goes_on_unchanged_and_nothing_of_it_is_logged(
         answer = sync_chat(model, memory, user="alice").chat.completions.create(model="m", messages=messages)
         assert answer.choices[0].message.content == ANSWER and model.last_messages == messages
         memory.flush(5)
-        # A strict client raises: the wrapper logs and goes on all the same.
-        strict = MemoryClient(endpoint=dead, tenant="acme", strict=True)
+        # A strict client raises: the wrapper logs and goes on all the same (without the circuit
+        # breaker, so that the add is tried and fails rather than being skipped).
+        strict = MemoryClient(endpoint=dead, tenant="acme", strict=True, breaker_cooldown=0)
         stream = sync_chat(model, strict, user="alice").chat.completions.create(
             model="m", messages=messages, stream=True
         )
@@ -285,6 +287,30 @@ def test_a_hanging_memory_costs_its_timeout_only(model: ChatStub) -> None:
         chat = sync_chat(model, memory, user="alice", store_turns=False)
         answer = chat.chat.completions.create(model="m", messages=[QUESTION], timeout=5)
         assert answer.choices[0].message.content == ANSWER and model.last_messages == [QUESTION]
+
+
+def test_a_hanging_memory_costs_one_timeout_not_one_per_call_nor_at_exit(model: ChatStub) -> None:
+    timeout = 1.0
+    with HangingServer() as hanging:
+        memory = MemoryClient(endpoint=hanging.url, tenant="acme", timeout=timeout)
+        chat = sync_chat(model, memory, user="alice")
+        amemory = AsyncMemoryClient(endpoint=hanging.url, tenant="acme", timeout=timeout)
+        achat = async_chat(model, amemory, user="alice")
+
+        async def async_calls() -> list[Any]:
+            answers = [await achat.chat.completions.create(model="m", messages=[QUESTION]) for _ in range(5)]
+            await amemory.aclose()
+            return answers
+
+        started = time.monotonic()
+        answers = [chat.chat.completions.create(model="m", messages=[QUESTION]) for _ in range(5)]
+        memory.close()  # the turns are held by the open circuit: reported, not waited for
+        answers += asyncio.run(async_calls())
+        elapsed = time.monotonic() - started
+    assert [a.choices[0].message.content for a in answers] == [ANSWER] * 10
+    assert model.last_messages == [QUESTION]
+    # One timeout per client (and the model's own time), where one per call was 10 s.
+    assert elapsed < 2 * timeout + 2.0, elapsed
 
 
 def test_the_models_errors_propagate_unchanged_and_nothing_is_stored(

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import ConfigurationError, HippocampusError
+from .errors import CircuitOpenError, ConfigurationError, HippocampusError
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -168,7 +168,9 @@ def turn_of(question: str | None, answer: str) -> list[dict[str, str]] | None:
 def log_failure(what: str, tenant: str, user: str, error: BaseException) -> None:
     """Memory failed and the chat goes on: ids and codes only, never content (client/README.md)."""
     code = error.code if isinstance(error, HippocampusError) else None
-    logger.warning(
+    # A skipped call while the circuit is open: its opening was logged once (breaker.py).
+    log = logger.debug if isinstance(error, CircuitOpenError) else logger.warning
+    log(
         "with_memory: %s failed, going on without it: tenant_id=%s user_id=%s error=%s code=%s",
         what, tenant, user, type(error).__name__, code,
     )  # fmt: skip
