@@ -6,7 +6,9 @@ method, each on its own thread, with one access log line per request. At most
 `MAX_IN_FLIGHT` requests are served at once; one more is answered 429 at once (the envelope of
 API Gateway's THROTTLED), so a burst costs threads and memory bounded by that, not by its size.
 `POST /2015-03-31/functions/{name}/invocations` goes to Lambda's Invoke API instead
-(`lambda_invoke.py`), which answers those refusals in Lambda's error shape.
+(`lambda_invoke.py`), which answers those refusals in Lambda's error shape. What `http.server`
+refuses itself (a request line over 64 KiB: 414; a header line over 64 KiB or over 100 headers:
+431; a malformed request line: 400) is answered in the envelope too, never as its HTML page.
 """
 
 import logging
@@ -35,6 +37,18 @@ MAX_API_PAYLOAD_BYTES = 10 * 1024 * 1024
 MAX_DISCARDED_BYTES = 4 * MAX_API_PAYLOAD_BYTES
 # Well over what the functions can serve at once (each waits a bounded time for an environment).
 MAX_IN_FLIGHT = 64
+# `http.server`'s own limits, which it checks before a handler runs.
+MAX_REQUEST_LINE_BYTES = 65_536
+_OWN_REFUSALS = {
+    HTTPStatus.REQUEST_URI_TOO_LONG: (
+        "uri_too_long",
+        f"The request line (method, path and query) is over {MAX_REQUEST_LINE_BYTES:,} bytes.",
+    ),
+    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: (
+        "headers_too_large",
+        f"A header line is over {MAX_REQUEST_LINE_BYTES:,} bytes, or there are over 100 headers.",
+    ),
+}
 _HOP_BY_HOP = frozenset({"content-length", "connection", "transfer-encoding"})
 
 log = logging.getLogger("local_stack.http_server")
@@ -57,15 +71,46 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         response = self._respond()
         self._write(response)
+        self._log_access(response, started)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """`http.server`'s own refusals, before any handler runs: in the envelope, not its HTML page."""
+        started = time.monotonic()
+        self.close_connection = True
+        # A refused request line has no version to trust (http.server then takes it for HTTP/0.9 and
+        # would send the body without a status line): answer as this server speaks.
+        self.request_version = self.protocol_version
+        status = HTTPStatus(code)
+        if status == HTTPStatus.REQUEST_URI_TOO_LONG:
+            self._discard_head()  # the rest of the request: so the client reads the answer, not a reset
+        response = self._refusal(status, message or status.phrase)
+        self._write(response)
+        self._log_access(response, started)
+
+    def _log_access(self, response: HttpResponse, started: float) -> None:
         access_log.info(
             '%s "%s %s" %d %d %.1fms',
             self.client_address[0],
             self.command,
-            self.path,
+            getattr(self, "path", "")[:200],  # unset when the request line was refused
             response.status,
             len(response.body),
             (time.monotonic() - started) * 1000,
         )
+
+    def _discard_head(self) -> None:
+        """Read the rest of the request line, then the headers up to their blank line (at most
+        MAX_DISCARDED_BYTES in all)."""
+        budget = MAX_DISCARDED_BYTES
+        line = self.raw_requestline
+        while line and not line.endswith(b"\n") and budget > 0:  # the request line
+            line = self.rfile.readline(1 << 16)
+            budget -= len(line)
+        while line and budget > 0:  # the headers
+            line = self.rfile.readline(1 << 16)
+            budget -= len(line)
+            if line in {b"\r\n", b"\n"}:
+                return
 
     def _respond(self) -> HttpResponse:
         try:
@@ -84,7 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.in_flight.release()
 
     def _invoking(self) -> bool:
-        return self.invoke_api is not None and self.invoke_api.serves(self.command, self.path)
+        path = getattr(self, "path", None)  # unset when the request line was refused
+        return self.invoke_api is not None and path is not None and self.invoke_api.serves(self.command, path)
 
     def _refusal(self, status: HTTPStatus, message: str) -> HttpResponse:
         """This server's own answer, in the API's envelope, or Lambda's shape on the Invoke API."""
@@ -95,6 +141,9 @@ class _Handler(BaseHTTPRequestHandler):
             return request_too_large(request_id)
         if status == HTTPStatus.TOO_MANY_REQUESTS:
             return throttled(request_id)
+        if status in _OWN_REFUSALS:
+            code, explained = _OWN_REFUSALS[status]
+            return gateway_error(status, code, explained, request_id)
         return gateway_error(HTTPStatus.BAD_REQUEST, "bad_request", message, request_id)
 
     def _forward(self, body: bytes) -> HttpResponse:
