@@ -154,7 +154,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--user", default="alice", help="whose memory (default: alice)")
     endpoint = os.getenv("HIPPOCAMPUS_ENDPOINT") or "http://127.0.0.1:3000"
     parser.add_argument("--endpoint", default=endpoint, help=f"the Hippocampus API (default: {endpoint})")
-    tenant = os.getenv("HIPPOCAMPUS_TENANT") or "demo"
+    tenant = os.getenv("HIPPOCAMPUS_TENANT") or "acme"
     parser.add_argument("--tenant", default=tenant, help=f"the tenant (default: {tenant})")
     parser.add_argument("--once", metavar="MESSAGE", help="send one message, print the answer and exit")
     return parser.parse_args(argv)

@@ -15,6 +15,10 @@ from local_stack.stack import LocalStack, StackOptions
 
 DEFAULT_PORT = 3000
 READY_LINE = "Hippocampus local stack ready on {url}"
+AUTH_LINE = (
+    "Auth: none locally: no signature is checked and any tenant id is accepted (the examples use acme); "
+    "the deployed API requires SigV4"
+)
 
 
 def _default_port() -> int:
@@ -197,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
     url = stack.url
     print(READY_LINE.format(url=url), flush=True)
+    print(AUTH_LINE, flush=True)
     print(
         f"AWS endpoint: {stack.aws_endpoint} (moto; any credentials, region {stack.resources and stack.resources.region})",
         flush=True,

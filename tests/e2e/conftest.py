@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, stub_stack_environment, unique
 
+from local_stack.__main__ import AUTH_LINE
 from tests.support.openai_stub import OpenAIStub
 
 REMOTE_URL = os.getenv("MEMORY_API_URL", "").strip()
@@ -48,6 +49,8 @@ def local_stack(
         # SIGTERM, as Ctrl-C: the stack stops everything and exits 0.
         assert process.stop() == 0, f"the local stack did not stop cleanly:\n{process.log_tail(40)}"
         assert "Stopped." in process.log_text()
+        # The banner tells a newcomer that locally nothing is authenticated.
+        assert AUTH_LINE in process.log_text()
 
 
 @pytest.fixture(scope="session")
