@@ -14,6 +14,7 @@ from .errors import (
     AccessDeniedError,
     ApiError,
     BadRequestError,
+    CircuitOpenError,
     ConfigurationError,
     ConflictError,
     ConnectionFailedError,
@@ -66,7 +67,7 @@ from .openai_wrapper import MEMORY_PREFIX, AsyncMemoryOpenAI, MemoryOpenAI, with
 from .sigv4 import SigV4Auth, SigV4Transport
 from .sync_client import MemoryClient
 from .transport import Transport
-from .writer import WriterStats
+from .writer import Unsent, WriterStats
 
 __all__ = [
     "MEMORY_PREFIX",
@@ -76,6 +77,7 @@ __all__ = [
     "AsyncMemoryOpenAI",
     "BadRequestError",
     "Call",
+    "CircuitOpenError",
     "ConfigurationError",
     "ConflictError",
     "ConnectionFailedError",
@@ -126,6 +128,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "UnauthorizedError",
+    "Unsent",
     "UnsupportedMediaTypeError",
     "VersionConflictError",
     "WaitTimeoutError",
