@@ -11,15 +11,17 @@ What happens to a request:
 - 429 or 503 (after the sender's own retries), a timeout, a refused connection, or skipped by
   the open circuit breaker: nothing is lost, the items go back to the head of their user's queue
   and the thread backs off (the breaker holds every thread until its cool-down ends);
-- refused otherwise (a 4xx but 429, a 500, an answer of the wrong shape): a merged request is
-  split back into its `add`s, each sent alone, so one bad `add` does not take its neighbours down;
-  an `add` refused alone is `failed`, logged with its ids.
+- refused with a 4xx but 429: a merged request is split back into its `add`s, each sent alone,
+  so one bad `add` does not take its neighbours down; an `add` refused alone is `failed`;
+- failed otherwise (500, 502, 504, an answer of the wrong shape): it may have been applied, so
+  it is not sent again: `failed`. Failures are logged with the items' ids.
 
-`close` (and the interpreter's exit, for every live writer) waits at most its timeout, and less
-when the breaker is open; whatever is still held then is reported, ids only, in one log line and
-to `on_unsent`, and appended to the spool file when one is configured (spool.py).
+`close` (and the interpreter's exit, for every live writer) waits at most its timeout, and not
+at all while the breaker is open; whatever is still held then, queued or in flight, is reported,
+ids only, in one log line and to `on_unsent`, and appended to the spool file when one is
+configured (spool.py). A request still in flight may yet arrive: it is reported all the same.
 
-The async client uses this same thread: an asyncio task would be cancelled with its event loop
+The async client uses these same threads: an asyncio task would be cancelled with its event loop
 (`asyncio.run` returning), losing what it still held, while a thread is still there at exit.
 Daemon threads, not a ThreadPoolExecutor: the interpreter joins an executor's threads before
 `atexit` runs, so a hung request would hold the exit forever.
@@ -34,7 +36,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -138,14 +140,12 @@ class _Batch:
     def items(self) -> int:
         return sum(add.items for add in self.adds)
 
-    def call(self, budget: float | None) -> Call:
+    def call(self) -> Call:
         if len(self.adds) == 1:
-            call = self.adds[0].call
-        else:
-            head = self.adds[0].call.fields
-            items = [item for add in self.adds for item in add.call.fields["items"]]
-            call = calls.ingest(head["tenant_id"], head["user_id"], items, head["upsert"], None)
-        return call if budget is None else replace(call, budget=budget)
+            return self.adds[0].call
+        head = self.adds[0].call.fields
+        items = [item for add in self.adds for item in add.call.fields["items"]]
+        return calls.ingest(head["tenant_id"], head["user_id"], items, head["upsert"], None)
 
     def log_ids(self) -> str:
         ids = [str(i) for add in self.adds for i in add.item_ids() if i is not None]
@@ -175,7 +175,6 @@ class BackgroundWriter:
         self._sending: list[_Batch] = []
         self._queued = self._in_flight = 0
         self._threads: list[threading.Thread] = []
-        self._deadline: float | None = None  # set by close: later requests get what is left of it
         self._stopped = False
 
     # --- handing over ----------------------------------------------------------------------------
@@ -248,10 +247,8 @@ class BackgroundWriter:
         return batch
 
     def _deliver(self, batch: _Batch) -> Exception | None:
-        deadline = self._deadline
-        budget = None if deadline is None else max(0.05, deadline - time.monotonic())
         try:
-            self._send(batch.call(budget))
+            self._send(batch.call())
         except Exception as error:  # never let the thread die: the next request must still go
             return error
         return None
@@ -305,17 +302,9 @@ class BackgroundWriter:
     def close(self, timeout: float | None = None) -> bool:
         """Send what is held within `timeout` (less when the breaker is open), then stop the
         threads and report what is left; later `submit`s are dropped."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        self.begin_close(deadline)
-        return self.finish_close(deadline)
+        return self.close_by(None if timeout is None else time.monotonic() + timeout)
 
-    def begin_close(self, deadline: float | None) -> None:
-        with self._work:
-            if deadline is not None and (self._deadline is None or deadline < self._deadline):
-                self._deadline = deadline
-            self._work.notify_all()
-
-    def finish_close(self, deadline: float | None) -> bool:
+    def close_by(self, deadline: float | None) -> bool:
         with self._changed:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             self._changed.wait_for(self._done_or_held, left)
@@ -464,7 +453,5 @@ def _flush_at_exit() -> None:
     if not writers:
         return
     deadline = time.monotonic() + max(w.exit_timeout for w in writers)
-    for writer in writers:
-        writer.begin_close(deadline)
-    for writer in writers:
-        writer.finish_close(deadline)
+    for writer in writers:  # their threads all send meanwhile: one deadline for all
+        writer.close_by(deadline)
