@@ -6,14 +6,22 @@ One process; a threaded HTTP server on 127.0.0.1 answers like the API (a memory 
 client, not the service. Interleaved, in the same run:
 - baseline: a raw `httpx2.Client` GET of the memory, the JSON decoded;
 - `memory.get_full(user)` (the typed `Memory`) and `memory.get(user)` (the summary);
-- writes: `add()`'s own time (it returns at once), then the background writer draining N adds,
-  against N raw sequential POSTs of the same bodies.
+- writes: `add()`'s own time (it returns at once), then the background writer draining N adds
+  of one user (merged into requests of 100 items), against N raw sequential POSTs of the bodies;
+- the burst: 5,000 `add()`s across 50 users in a fresh interpreter that then exits normally,
+  timed from the last `add` to the end of the process (the exit flush; client/README.md,
+  "The background writer"). With `--endpoint URL` (e.g. `make dev`'s http://127.0.0.1:3000) only
+  the burst runs, against that service, as facts of a new tenant.
 
 Figures only, no assertions: `make bench` runs it.
 """
 
+import argparse
 import json
+import secrets
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,14 +61,15 @@ class Answers(BaseHTTPRequestHandler):
     # Headers and body in one segment, as API Gateway sends them: unbuffered, the body would wait
     # for the client's delayed ACK of the headers (Nagle), 40 ms a response.
     wbufsize = 64 * 1024
-    posts = 0
+    posts = items = 0
 
     def do_GET(self) -> None:
         self._answer(200, MEMORY, {"ETag": '"3"'})
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         type(self).posts += 1
+        type(self).items += len(body["items"])
         self._answer(202, JOBS, {})
 
     def _answer(self, status: int, body: Any, headers: dict[str, str]) -> None:
@@ -135,11 +144,62 @@ def writes(url: str) -> tuple[float, float, float]:
     )
 
 
+BURST_USERS, BURST_PER_USER = 50, 100
+BURST = """
+import sys, time
+from hippocampus_client import MemoryClient
+url, tenant, users, per_user = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+memory = MemoryClient(endpoint=url, tenant=tenant, exit_timeout=float(sys.argv[5]))
+for n in range(per_user):
+    for u in range(users):
+        memory.add(f"burst-{u}", f"Fact {n} of user {u}.", id=f"fact-{n:03d}", infer=False)
+print(time.monotonic(), flush=True)
+"""
+
+
+def burst(url: str, exit_timeout: float) -> tuple[float, str]:
+    """The exit flush's seconds after 5,000 adds, and what the process logged (unsent, failed)."""
+    tenant = f"bench-{secrets.token_hex(4)}"
+    arguments = [url, tenant, str(BURST_USERS), str(BURST_PER_USER), str(exit_timeout)]
+    finished = subprocess.run(
+        [sys.executable, "-c", BURST, *arguments], capture_output=True, text=True, check=True
+    )
+    ended = time.monotonic()
+    warnings = [line for line in finished.stderr.splitlines() if "unsent" in line or "failed" in line]
+    return ended - float(finished.stdout), "; ".join(warnings) or "nothing unsent or failed"
+
+
+def print_burst(url: str, exit_timeout: float, against: str) -> None:
+    posts_before, items_before = Answers.posts, Answers.items
+    seconds, outcome = burst(url, exit_timeout)
+    total = BURST_USERS * BURST_PER_USER
+    print(f"burst: {total:,} adds across {BURST_USERS} users, then exit, against {against}:")
+    print(f"  exit flush {seconds:.2f} s (exit_timeout {exit_timeout:.0f} s); {outcome}")
+    if Answers.posts > posts_before:
+        print(
+            f"  server saw {Answers.items - items_before:,} items in {Answers.posts - posts_before} requests"
+        )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoint", help="run the burst only, against this service")
+    parser.add_argument("--exit-timeout", type=float, default=10.0)
+    options = parser.parse_args()
+    if options.endpoint:
+        print_burst(options.endpoint, options.exit_timeout, options.endpoint)
+        return
     with server() as url:
         timings = reads(url)
         add_us, writer_rate, raw_rate = writes(url)
-    sent = Answers.posts
+        sent, received = Answers.posts, Answers.items
+        print_figures(timings, add_us, writer_rate, raw_rate, (sent, received))
+        print_burst(url, options.exit_timeout, "a server answering in microseconds")
+
+
+def print_figures(
+    timings: dict[str, list[float]], add_us: float, writer_rate: float, raw_rate: float, seen: tuple[int, int]
+) -> None:
     base = timings["baseline: raw httpx2 GET + json"]
     base_p50, base_p95 = statistics.median(base), percentile(base, 0.95)
     print(f"client overhead, {ROUNDS} rounds interleaved, a 127.0.0.1 server answering in microseconds")
@@ -151,7 +211,8 @@ def main() -> None:
     print(
         f"{writer_rate:,.0f} items/s vs {raw_rate:,.0f} raw sequential POSTs/s ({writer_rate / raw_rate:.2f}x);"
     )
-    print(f"server saw {sent} POSTs for {2 * WRITES} sent (nothing lost)")
+    posts, items = seen
+    print(f"server saw {items} items in {posts} POSTs for {2 * WRITES} sent (nothing lost)")
 
 
 if __name__ == "__main__":
