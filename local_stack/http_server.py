@@ -102,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Read the rest of the request line, then the headers up to their blank line (at most
         MAX_DISCARDED_BYTES in all)."""
         budget = MAX_DISCARDED_BYTES
-        line = self.raw_requestline
+        line: bytes = getattr(self, "raw_requestline", b"")  # typeshed does not declare it
         while line and not line.endswith(b"\n") and budget > 0:  # the request line
             line = self.rfile.readline(1 << 16)
             budget -= len(line)
