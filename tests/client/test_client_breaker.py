@@ -3,7 +3,9 @@ connections costs one timeout, not one per call; after the cool-down one trial g
 answer closes the circuit; strict mode raises `CircuitOpenError`; the exit flush stops early."""
 
 import asyncio
+import json
 import logging
+import socket
 import subprocess
 import sys
 import threading
@@ -13,12 +15,9 @@ from collections.abc import Callable
 import httpx2
 import pytest
 from client_test_servers import (
-    Answer,
     HangingServer,
-    RecordingServer,
     closed_port,
     envelope,
-    json_answer,
     memory_body,
     mocked,
 )
@@ -84,24 +83,44 @@ def test_strict_mode_raises_circuit_open_error_with_its_own_code() -> None:
         memory.close(0)
 
 
-class Switch:
-    """A service that hangs (longer than the client waits) until told to answer; counts requests."""
+class Switch(HangingServer):
+    """Holds every connection without an answer until `hang` is False, then answers each request
+    with a memory; counts the connections (the client opens one per request here)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.hang = True
         self.requests = 0
 
-    def __call__(self, method: str, path: str, body: bytes) -> Answer:
-        self.requests += 1
-        if self.hang:
-            time.sleep(TIMEOUT_S * 3)
-        return json_answer(200, memory_body("Alice sells candles."))
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            self.requests += 1
+            if self.hang:
+                self._connections.append(connection)
+            else:
+                threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _answer(connection: socket.socket) -> None:
+        with connection:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    return
+                received += chunk
+            body = json.dumps(memory_body("Alice sells candles.")).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            connection.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
 
 
 def test_after_the_cooldown_one_trial_goes_and_an_answer_closes_the_circuit() -> None:
-    service = Switch()
-    with RecordingServer(service) as server:
-        memory = MemoryClient(endpoint=server.url, tenant="acme", timeout=TIMEOUT_S, breaker_cooldown=0.5)
+    with Switch() as service:
+        memory = MemoryClient(endpoint=service.url, tenant="acme", timeout=TIMEOUT_S, breaker_cooldown=0.5)
         assert memory.get("alice") is None  # times out: the circuit opens
         assert memory.get("alice") is None and service.requests == 1, "skipped without a request"
         deadline = time.monotonic() + 10
