@@ -72,7 +72,7 @@ class WriterStats:
     sent: int  # accepted by the service
     failed: int  # refused by the service, logged with their ids
     dropped: int  # refused by `add`: the queue was full, or the client closed
-    unsent: int = 0  # still held when the writer closed: reported (on_unsent, log) and spooled
+    unsent: int = 0  # still held when the writer closed: reported (log, on_unsent), spooled if set
     requests: int = 0  # requests accepted (merged: far fewer than the items)
 
 
@@ -95,7 +95,7 @@ class _Add:
     call: Call
     items: int
     size: int  # bytes of its items as compact JSON
-    alone: bool = False  # never merged (its merged request was refused)
+    alone: bool = False  # sent by itself: it has an Idempotency-Key, or its merged request was refused
 
     @classmethod
     def of(cls, call: Call) -> "_Add":
