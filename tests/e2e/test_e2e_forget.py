@@ -46,3 +46,18 @@ def test_two_concurrent_fact_requests_never_pass_the_200_facts_limit(
     # One request fits (180 facts); the other finds the facts held, or the limit reached.
     assert statuses[0] == 202 and statuses[1] in (409, 422), statuses
     assert len(api.memory(tenant, user)["facts"]) == 180
+
+
+def test_nothing_read_before_a_delete_matches_after_it(api: Api, tenant: str, user: str) -> None:
+    path = api.memory_path(tenant, user)
+    before = api.request("PUT", path, json={"memory": "Alice sells candles.", "expected_version": 0})
+    assert before.status_code == 200, before.text
+    assert api.request("DELETE", path).status_code == 204
+    after = api.request("PUT", path, json={"memory": "Bob sells soap.", "expected_version": 0})
+    assert after.status_code == 200 and after.headers["ETag"] != before.headers["ETag"], after.text
+    cached = api.request("GET", path, headers={"If-None-Match": before.headers["ETag"]})
+    assert cached.status_code == 200 and cached.json()["memory"] == "Bob sells soap."
+    stale, old_tag = {"memory": "Alice sells candles in Lyon."}, {"If-Match": before.headers["ETag"]}
+    assert api.request("PUT", path, json=stale, headers=old_tag).status_code == 409
+    assert api.request("PUT", path, json=stale | {"expected_version": 1}).status_code == 409
+    assert api.memory(tenant, user)["memory"] == "Bob sells soap."

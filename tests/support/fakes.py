@@ -13,6 +13,7 @@ Each fake takes hooks (`before_write`, `fail_next`, ...) so tests stage races an
 without patching anything.
 """
 
+import itertools
 import json
 import threading
 import time
@@ -235,7 +236,7 @@ class FakeMemoryStore:
             hook()
         with self._jobs.lock:
             user = self._user(write.tenant_id, write.user_id)
-            if (user.state.version, user.state.generation) != (write.expected_version, write.generation):
+            if (user.state.last_version, user.state.generation) != (write.expected_version, write.generation):
                 raise ConditionFailed("version or generation changed")
             version = write.expected_version + 1
             count = user.state.episode_count + len(write.episodes)
@@ -369,7 +370,7 @@ class FakeMemoryStore:
         with self._jobs.lock:
             user = self._user(tenant_id, user_id)
             generation = user.state.generation + 1
-            user.state = MemoryState(generation=generation)
+            user.state = MemoryState(generation=generation, version_floor=user.state.last_version)
             user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
             stored = self.episode_items.get((tenant_id, user_id), {})
             self.episode_items[(tenant_id, user_id)] = {k: v for k, v in stored.items() if v[1] >= generation}
@@ -379,6 +380,7 @@ class FakeMemoryStore:
 class FakeArchive:
     def __init__(self) -> None:
         self.raw: dict[str, dict[str, Any]] = {}
+        self._raw_order = itertools.count()
         self.history: dict[tuple[str, str, int], dict[int, HistoryVersion]] = {}
         self.before_history: Hook | None = None
         self.fail_put_raw: Exception | None = None
@@ -392,7 +394,8 @@ class FakeArchive:
             hook()
         if self.fail_put_raw:
             raise self.fail_put_raw
-        key = f"raw/{tenant_id}/{user_id}/g{generation:06d}/{request_id}.json"
+        # Keys sort in the order payloads were stored, as the S3 archive's do.
+        key = f"raw/{tenant_id}/{user_id}/g{generation:06d}/{next(self._raw_order):013d}-{request_id}.json"
         self.raw[key] = deepcopy(dict(payload))
         return key
 

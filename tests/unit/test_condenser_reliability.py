@@ -205,7 +205,7 @@ def test_a_put_over_the_character_bound_is_refused_naming_memory(ports):
     assert [detail["field"] for detail in refused.value.details] == ["memory"]
     assert "characters" in str(refused.value)
     assert ports.reads().get_memory(T, "alice").version == 0
-    assert ports.edits().put_memory(T, "alice", "z" * max_memory_chars(50), 0).version == 1
+    assert ports.edits().put_memory(T, "alice", "z" * max_memory_chars(50), 0).body.version == 1
 
 
 # --- 4. no job left open when the message leaves ----------------------------------------------

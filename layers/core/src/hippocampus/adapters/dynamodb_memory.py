@@ -89,14 +89,12 @@ class DynamoMemoryStore:
         if write.episodes:  # counted, so the condenser trims only a user over the cap
             update += f" ADD {EPISODE_COUNT} :episodes"
             plain[":episodes"] = len(write.episodes)
+        # On the version counter as read: a delete keeps it, and so does an expired memory DynamoDB
+        # has not removed yet, so the next version is always one no earlier read has seen.
         condition = "(#v = :expected AND #g = :gen)"
         if write.expected_version == 0:
-            # Absent attributes mean version 0 (an item may hold only the generation so far), and so
-            # does an expired memory that DynamoDB has not removed yet.
+            # An absent counter is 0 (an item may hold only the generation so far).
             condition = "(attribute_not_exists(#v) AND #g = :gen) OR " + condition
-            if self._memory_ttl_s:
-                condition += f" OR (#g = :gen AND {TTL} <= :now)"
-                plain[":now"] = self._table.epoch()
             if write.generation == 0:
                 condition = "attribute_not_exists(pk) OR " + condition
         memory_update = {
@@ -208,12 +206,13 @@ class DynamoMemoryStore:
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         pk = user_pk(tenant_id, user_id)
         # The tombstone first: from here on, every queued item of the old generation is skipped.
+        # The version counter stays: the new life's versions go on after the old one's.
         result = self._table.client().update_item(
             TableName=self._table.name,
             Key=key(pk, MEMORY_SK),
-            UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, #v = :zero, "
+            UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, "
             f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, " + TTL,
-            ExpressionAttributeNames={"#m": "memory", "#g": "generation", "#v": "version"},
+            ExpressionAttributeNames={"#m": "memory", "#g": "generation"},
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
         )
@@ -246,7 +245,11 @@ class DynamoMemoryStore:
         item = plain_item(raw)
         generation = int(item.get("generation", 0))
         if self._table.expired(raw) or "memory" not in item:
-            return MemoryState(generation=generation, episode_count=int(item.get(EPISODE_COUNT, 0)))
+            return MemoryState(
+                generation=generation,
+                episode_count=int(item.get(EPISODE_COUNT, 0)),
+                version_floor=int(item.get("version", 0)),
+            )
         updated_at = item.get("updated_at")
         return MemoryState(
             memory=str(item["memory"]),

@@ -2,6 +2,7 @@
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from itertools import batched
@@ -21,8 +22,9 @@ _VERSION_CEILING = 10**12
 _GENERATION_SEGMENT = re.compile(r"/g(\d{6})/")
 
 
-def raw_key(tenant_id: str, user_id: str, generation: int, request_id: str) -> str:
-    return f"{_raw_prefix(tenant_id, user_id, generation)}{request_id}.json"
+def raw_key(tenant_id: str, user_id: str, generation: int, request_id: str, accepted_ms: int) -> str:
+    # The time first: the user's payloads list in the order they were accepted (the export's order).
+    return f"{_raw_prefix(tenant_id, user_id, generation)}{accepted_ms:013d}-{request_id}.json"
 
 
 def _raw_prefix(tenant_id: str, user_id: str, generation: int) -> str:
@@ -49,14 +51,17 @@ def _history_key(tenant_id: str, user_id: str, generation: int, version: int) ->
 
 
 class S3Archive:
-    def __init__(self, bucket: str, client: Callable[[], Any]) -> None:
+    def __init__(
+        self, bucket: str, client: Callable[[], Any], clock: Callable[[], float] = time.time
+    ) -> None:
         self._bucket = bucket
         self._client = client
+        self._clock = clock
 
     def put_raw(
         self, tenant_id: str, user_id: str, generation: int, request_id: str, payload: Mapping[str, Any]
     ) -> str:
-        key = raw_key(tenant_id, user_id, generation, request_id)
+        key = raw_key(tenant_id, user_id, generation, request_id, int(self._clock() * 1000))
         self._put_json(key, payload)
         return key
 

@@ -21,7 +21,8 @@ def schema_ref(name: str) -> dict[str, str]:
 
 _ETAG: Final[dict[str, OpenAPIResponseHeader]] = {
     "ETag": {
-        "description": 'Names the memory body: `"<version>"` without facts, `"<version>-<digest>"` with them',
+        "description": 'Names the memory body, never the same across a delete: `"<version>"` without facts '
+        'for a user never deleted, `"<version>-<digest>"` (over the generation and the facts) otherwise',
         "schema": {"type": "string"},
     }
 }
@@ -95,9 +96,14 @@ INGEST: Final = responses(
     },
 )
 PUT_MEMORY: Final = responses(
-    {200: success("The new memory, one version up", etag=True)},
     {
-        409: "`version_conflict`: the memory is not at the expected version, or changed meanwhile",
+        200: success(
+            "The new memory, at a version the user never had (versions go on after a delete)", etag=True
+        )
+    },
+    {
+        409: "`version_conflict`: the memory is not at the expected version (one read before a delete "
+        "never is), or changed meanwhile",
         422: REQUEST_ERRORS[422] + " (also no expected version, or a bad `If-Match`), "
         "or `limit_exceeded`: over `max_words` words or their character bound",
     },

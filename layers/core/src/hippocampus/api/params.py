@@ -61,5 +61,9 @@ IdempotencyKey = Annotated[
     ),
 ]
 IfMatch = Annotated[
-    str | None, Header(alias="If-Match", description='The expected version as an ETag, e.g. "3"')
+    str | None,
+    Header(
+        alias="If-Match",
+        description='The expected version as an ETag, e.g. "3" (one read before a delete never matches)',
+    ),
 ]

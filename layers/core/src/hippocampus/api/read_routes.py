@@ -87,7 +87,7 @@ def health() -> HealthResponse:
 def get_memory(
     tenant_id: TenantId, user_id: UserId, reads: Reads, if_none_match: IfNoneMatch = None
 ) -> Response[MemoryBody | None]:
-    return conditional_memory_response(reads.get_memory(tenant_id, user_id), if_none_match)
+    return conditional_memory_response(reads.read_memory(tenant_id, user_id), if_none_match)
 
 
 @router.get(

@@ -133,11 +133,8 @@ def direct_actions(
             {"memory": request.memory, "expected_version": request.expected_version}
         )
         user_id = require(request.user_id, "user_id")
-        return (
-            edits()
-            .put_memory(request.tenant_id, user_id, body.memory, body.expected_version)
-            .model_dump(mode="json")
-        )
+        written = edits().put_memory(request.tenant_id, user_id, body.memory, body.expected_version)
+        return written.body.model_dump(mode="json")
 
     def delete(request: DirectInvocation, _: LambdaContext) -> None:
         edits().delete_memory(request.tenant_id, require(request.user_id, "user_id"))

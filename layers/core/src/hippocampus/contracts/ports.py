@@ -24,7 +24,7 @@ from hippocampus.contracts.recall import Episode
 
 @dataclass(frozen=True)
 class MemoryState:
-    """The summary item of one user, as read (version 0 = nothing stored yet)."""
+    """The summary item of one user, as read (version 0 = no summary)."""
 
     memory: str | None = None
     version: int = 0
@@ -33,6 +33,14 @@ class MemoryState:
     generation: int = 0
     # Episodes written since the last trim, at least (a hint: retries and TTL make it high).
     episode_count: int = 0
+    # The last version of a summary a delete (or the memory TTL) emptied: versions go on after it,
+    # so none read before a delete ever matches after it (docs/api.md "Headers").
+    version_floor: int = 0
+
+    @property
+    def last_version(self) -> int:
+        """The version counter as stored: the next summary is `last_version + 1`."""
+        return max(self.version, self.version_floor)
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,8 @@ class RawSource:
 
 @dataclass(frozen=True)
 class MemoryWrite:
-    """A new summary version, written only if the item still has `expected_version` and `generation`."""
+    """A new summary version, `expected_version + 1`, written only if the item still has
+    `expected_version` (the `MemoryState.last_version` read) and `generation`."""
 
     tenant_id: str
     user_id: str
@@ -204,7 +213,8 @@ class ArchiveStore(Protocol):
     def put_raw(
         self, tenant_id: str, user_id: str, generation: int, request_id: str, payload: Mapping[str, Any]
     ) -> str:
-        """Store a payload of the user's `generation`; return its key (carried by the queue messages)."""
+        """Store a payload of the user's `generation`; return its key (carried by the queue messages).
+        Keys sort in the order the payloads were stored."""
         ...
 
     def get_raw(self, key: str) -> dict[str, Any] | None:

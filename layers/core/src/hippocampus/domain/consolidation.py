@@ -252,7 +252,7 @@ class ConsolidationService:
         write = MemoryWrite(
             tenant_id,
             user_id,
-            state.version,
+            state.last_version,
             state.generation,
             memory,
             outcome.word_count,
@@ -265,11 +265,13 @@ class ConsolidationService:
                 self._store.write_memory(write)
         except ConditionFailed:
             return False
-        entry = HistoryVersion(version=state.version + 1, memory=memory, updated_at=now, job_ids=job_ids)
+        entry = HistoryVersion(
+            version=write.expected_version + 1, memory=memory, updated_at=now, job_ids=job_ids
+        )
         self._history.record(tenant_id, user_id, state.generation, entry)
         record_metric(MetricName.CONDENSATIONS_OK)
         record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
-        logger.info("memory condensed", extra={"version": state.version + 1, "llm_calls": outcome.llm_calls})
+        logger.info("memory condensed", extra={"version": entry.version, "llm_calls": outcome.llm_calls})
         return True
 
     def _trim_episodes(self, tenant_id: str, user_id: str) -> None:

@@ -7,13 +7,13 @@ from hippocampus.contracts.errors import (
     ValidationFailed,
     VersionConflict,
 )
-from hippocampus.contracts.models import HistoryVersion, MemoryBody
+from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
-from hippocampus.domain.reads import memory_body
+from hippocampus.domain.reads import MemoryRead, memory_body
 from hippocampus.observability import MetricName, logger, record_metric
 
 
@@ -37,7 +37,9 @@ class EditService:
 
     def put_memory(
         self, tenant_id: str, user_id: str, memory: str, expected_version: int | None
-    ) -> MemoryBody:
+    ) -> MemoryRead:
+        """Replace the summary if it is at `expected_version`, as the caller read it. A version read
+        before a delete is never current after it: versions go on after the old life's last one."""
         if expected_version is None:
             raise ValidationFailed(
                 "expected_version is required (in the body, or as an If-Match header)",
@@ -61,17 +63,18 @@ class EditService:
         if state.version != expected_version:
             raise VersionConflict(f"memory is at version {state.version}, not {expected_version}")
         now = self._clock()
-        write = MemoryWrite(tenant_id, user_id, expected_version, state.generation, text, words, now)
+        write = MemoryWrite(tenant_id, user_id, state.last_version, state.generation, text, words, now)
         try:
             with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id):
                 self._store.write_memory(write)
         except ConditionFailed as error:
             record_metric(MetricName.VERSION_CONFLICTS)
             raise VersionConflict("memory changed while it was being replaced; read it again") from error
-        entry = HistoryVersion(version=expected_version + 1, memory=text, updated_at=now, job_ids=[])
+        version = state.last_version + 1
+        entry = HistoryVersion(version=version, memory=text, updated_at=now, job_ids=[])
         self._history.record(tenant_id, user_id, state.generation, entry)
-        new_state = MemoryState(text, expected_version + 1, words, now, state.generation)
-        return memory_body(tenant_id, user_id, new_state, facts)
+        new_state = MemoryState(text, version, words, now, state.generation)
+        return MemoryRead(memory_body(tenant_id, user_id, new_state, facts), state.generation)
 
     def delete_memory(self, tenant_id: str, user_id: str) -> None:
         """The tombstone first (every queued item of the old generation is then skipped), then the

@@ -117,14 +117,24 @@ class ExportService:
                     yield entry
 
     def _items(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        """The turns in the order they were accepted (raw keys sort so), each once: a turn sent again
+        with the same id and content (a resend beside new turns, a backfill resumed) is the same item,
+        and the same job, as the first; its copy in the later payload is not given again."""
         with self._tracing.span("s3.list_raw", tenant_id=tenant_id):
             payloads = self._archive.list_raw(tenant_id, user_id, generation)
-        entries = [
-            _entry(0, f"{key}#{index:03d}", item)
+        sent = sorted(
+            (f"{key}#{index:03d}", item)
             for key, payload in payloads.items()
             for index, item in enumerate(payload.get("items", []))
-        ]
-        return sorted(entries, key=lambda entry: entry.key)
+        )
+        given: set[str] = set()
+        entries: list[_Entry] = []
+        for place, item in sent:
+            identity = json.dumps(item, sort_keys=True, separators=(",", ":"))
+            if identity not in given:
+                given.add(identity)
+                entries.append(_entry(0, place, item))
+        return entries
 
     def _history(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
         with self._tracing.span("s3.list_history", tenant_id=tenant_id):

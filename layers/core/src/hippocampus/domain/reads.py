@@ -1,5 +1,7 @@
 """The read path (get_memory function): the memory body, its history and one job."""
 
+from dataclasses import dataclass
+
 from hippocampus.contracts.errors import NotFound
 from hippocampus.contracts.models import Fact, HistoryResponse, Job, MemoryBody
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, Tracing
@@ -18,6 +20,15 @@ def memory_body(tenant_id: str, user_id: str, state: MemoryState, facts: list[Fa
     )
 
 
+@dataclass(frozen=True)
+class MemoryRead:
+    """A memory body and the generation it belongs to: its ETag names both, so no tag of the memory
+    before a delete is the tag of one after it (docs/api.md "Headers")."""
+
+    body: MemoryBody
+    generation: int
+
+
 class ReadService:
     """One key lookup (a single-partition query) per memory read."""
 
@@ -28,12 +39,15 @@ class ReadService:
         self._tracing = tracing
 
     def get_memory(self, tenant_id: str, user_id: str) -> MemoryBody:
+        return self.read_memory(tenant_id, user_id).body
+
+    def read_memory(self, tenant_id: str, user_id: str) -> MemoryRead:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
         record_metric(MetricName.MEMORY_READS)
         if state.memory is None and not facts:
             record_metric(MetricName.MEMORY_MISSES)
-        return memory_body(tenant_id, user_id, state, facts)
+        return MemoryRead(memory_body(tenant_id, user_id, state, facts), state.generation)
 
     def get_history(self, tenant_id: str, user_id: str, limit: int) -> HistoryResponse:
         with self._tracing.span("dynamodb.read_generation", tenant_id=tenant_id):
