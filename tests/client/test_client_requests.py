@@ -2,13 +2,14 @@
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import httpx2
 import pytest
 from client_test_servers import RecordingServer, job_body, json_answer, memory_body, mocked, mocked_async
 
-from hippocampus_client import ConfigurationError, Item, Job, MemoryClient
+from hippocampus_client import ConfigurationError, Item, Job, MemoryClient, WaitTimeoutError
 
 
 class Recorder:
@@ -86,14 +87,15 @@ def test_items_are_sent_as_given_with_upsert_and_the_idempotency_key() -> None:
     }
 
 
-def test_ids_are_percent_encoded_so_they_cannot_reach_another_route() -> None:
+def test_ids_are_percent_encoded_and_one_the_api_refuses_is_never_sent() -> None:
     recorder = Recorder(httpx2.Response(200, json=memory_body()))
     memory = mocked(recorder)
     memory.get("alice@example.com")
-    memory.get("../../jobs/x")
+    memory.job("job:7")
+    assert memory.get("../../jobs/x") is None  # tests/client/test_client_hostile.py: every id, every method
     assert [r.url.raw_path.decode() for r in recorder.requests] == [
         "/v1/tenants/acme/users/alice%40example.com/memory",
-        "/v1/tenants/acme/users/..%2F..%2Fjobs%2Fx/memory",
+        "/v1/tenants/acme/jobs/job%3A7",
     ]
 
 
@@ -203,3 +205,59 @@ def test_a_client_without_endpoint_or_tenant_is_a_configuration_error(
         MemoryClient(endpoint="http://127.0.0.1:3000")
     with pytest.raises(ConfigurationError, match="http"):
         MemoryClient(endpoint="ftp://example.com", tenant="acme")
+
+
+def job_states(*statuses: str) -> Any:
+    """An ingest that answers one queued job, whose polls then go through `statuses`."""
+    polls = list(statuses)
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST":
+            return jobs(1)
+        status = polls.pop(0) if len(polls) > 1 else polls[0]
+        return httpx2.Response(200, json=job_body(request.url.path.rsplit("/", 1)[1], status))
+
+    return answer
+
+
+def test_add_with_wait_sends_now_and_returns_the_jobs_once_final() -> None:
+    requests: list[httpx2.Request] = []
+    answer = job_states("queued", "processing", "completed")
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        requests.append(request)
+        return answer(request)
+
+    done = mocked(record).add("alice", "User: I sell candles.\nAssistant: Nice!", wait=True)
+    assert [(job.job_id, job.status) for job in done or []] == [("job-0", "completed")]
+    assert [(r.method, r.url.path) for r in requests] == [
+        ("POST", "/v1/tenants/acme/users/alice/memory"),
+        *[("GET", "/v1/tenants/acme/jobs/job-0")] * 3,
+    ]
+    done_async = asyncio.run(mocked_async(job_states("queued", "completed")).add("alice", "hi", wait=True))
+    assert [job.status for job in done_async or []] == ["completed"]
+
+
+def test_add_with_wait_is_none_when_the_jobs_are_not_final_in_time_and_strict_raises() -> None:
+    started = time.monotonic()
+    assert mocked(job_states("queued")).add("alice", "hi", wait=0.3) is None
+    assert time.monotonic() - started < 2
+    with pytest.raises(WaitTimeoutError):
+        mocked(job_states("queued"), strict=True).add("alice", "hi", wait=0.3)
+    with pytest.raises(WaitTimeoutError):
+        asyncio.run(mocked_async(job_states("queued"), strict=True).add("alice", "hi", wait=0.3))
+
+
+def test_add_with_wait_goes_after_what_earlier_adds_queued() -> None:
+    sent: list[Any] = []
+    answer = job_states("completed")
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST":
+            sent.append(json.loads(request.content)["items"][0]["text"])
+        return answer(request)
+
+    memory = mocked(record)
+    memory.add("alice", "first")
+    assert memory.add("alice", "second", wait=True) is not None
+    assert sent == ["first", "second"]

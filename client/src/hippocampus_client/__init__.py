@@ -2,8 +2,8 @@
 
 from hippocampus_client import MemoryClient
 memory = MemoryClient(endpoint="http://127.0.0.1:3000", tenant="acme")
-memory.add("alice", "User: I sell candles on Shopify.\\nAssistant: Nice!")
-memory.get("alice")
+memory.add("alice", "User: I sell candles on Shopify.\\nAssistant: Nice!", wait=True)
+print(memory.get("alice"))
 """
 
 from ._version import __version__

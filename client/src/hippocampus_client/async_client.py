@@ -12,9 +12,10 @@ from typing import Self, TypeVar, Unpack
 from . import programs
 from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
+from .errors import RequestTimeoutError
 from .items import Content
 from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
-from .programs import Program
+from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program
 
 T = TypeVar("T")
 
@@ -64,19 +65,24 @@ class AsyncMemoryClient(ClientBase):
         return await self._run(programs.history(self.tenant, user, limit), "history")
 
     async def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
-        return await self._run(programs.facts(self.tenant, user, limit), "facts")
+        read = programs.ListRead(limit, self.policy.timeout)
+        return await self._run(programs.facts(self.tenant, user, read), "facts")
 
     async def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
-        return await self._run(programs.episodes(self.tenant, user, limit), "episodes")
+        read = programs.ListRead(limit, self.policy.timeout)
+        return await self._run(programs.episodes(self.tenant, user, read), "episodes")
 
     async def export(self, user: str) -> Export | None:
-        return await self._run(programs.export(self.tenant, user), "export")
+        return await self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
 
     async def job(self, job_id: str) -> Job | None:
         return await self._run(programs.job(self.tenant, job_id), "job")
 
     async def wait(
-        self, jobs: str | Job | Iterable[str | Job], timeout: float = 30.0, interval: float = 0.25
+        self,
+        jobs: str | Job | Iterable[str | Job],
+        timeout: float = WAIT_TIMEOUT_S,
+        interval: float = WAIT_INTERVAL_S,
     ) -> list[Job] | None:
         program = programs.wait(self.tenant, jobs, timeout, interval)
         return await self._run(program, "wait")
@@ -90,12 +96,22 @@ class AsyncMemoryClient(ClientBase):
         *,
         upsert: bool = True,
         idempotency_key: str | None = None,
+        wait: bool | float = False,
         **options: Unpack[ItemOptions],
     ) -> list[Job] | None:
-        """None at once (sent in the background); with `strict=True`, sent now: the jobs."""
+        """None at once (sent in the background); with `strict=True`, sent now: the jobs; with
+        `wait=True` (or seconds), sent now and waited for: the final jobs, or None."""
         call = self._ingest_call(user, content, options, upsert, idempotency_key)
         if call is None:
             return None
+        if wait:
+            if not await asyncio.to_thread(self._writer.flush, self.policy.write_timeout):
+                # Earlier adds are still queued: this one goes behind them (a user's order is
+                # kept), not waited for.
+                self._writer.submit(call)
+                self._failed(RequestTimeoutError("earlier adds are still queued"), call, "add")
+                return None
+            return await self._run(programs.ingest_and_wait(self.tenant, call, wait), "add")
         if self.strict:
             return await self._run(programs.ingest(call), "add")
         self._writer.submit(call)

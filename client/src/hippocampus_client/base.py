@@ -17,6 +17,7 @@ from .breaker import CircuitBreaker
 from .calls import Call
 from .errors import CircuitOpenError, ConfigurationError, HippocampusError, InvalidInputError
 from .http import HttpTransport
+from .identifiers import check_tenant, loggable_ids
 from .invoke import InvokeTarget, InvokeTransport, stack_outputs
 from .items import Content, build_items
 from .retry import AsyncSender, Policy, SyncSender
@@ -121,6 +122,7 @@ class ClientBase:
         self.tenant = tenant or os.environ.get(TENANT_VARIABLE) or ""
         if not self.tenant:
             raise ConfigurationError(f"no tenant: pass tenant=... or set {TENANT_VARIABLE}")
+        check_tenant(self.tenant)
         self.strict = strict
         self.transport: Transport = transport or make_transport(
             endpoint, region=region, sign=sign, invoke=invoke, lambda_endpoint_url=lambda_endpoint_url
@@ -188,6 +190,9 @@ class ClientBase:
         if self.strict:
             raise error
         ids = step.log_ids() if isinstance(step, Call) else str(step or "")
+        if isinstance(error, HippocampusError):  # the fields it names: an id refused, a 422's
+            fields = [f"field={d['field']}" for d in error.details if isinstance(d.get("field"), str)]
+            ids = " ".join([ids, *fields]).strip()
         if isinstance(error, CircuitOpenError):  # the opening was logged once (breaker.py)
             logger.debug("hippocampus %s skipped: circuit open %s", what, ids)
         elif isinstance(error, HippocampusError):
@@ -213,7 +218,7 @@ class ClientBase:
             problem = (
                 error if isinstance(error, HippocampusError) else InvalidInputError(type(error).__name__)
             )
-            self._failed(problem, f"tenant_id={self.tenant} user_id={user}", "add")
+            self._failed(problem, loggable_ids(tenant_id=self.tenant, user_id=user), "add")
             return None
 
     @staticmethod

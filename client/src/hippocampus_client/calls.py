@@ -3,14 +3,23 @@
 A `Call` says everything about one request once: its HTTP method, path, query and body
 (docs/api.md "Routes") and its direct-invocation action and fields (docs/api.md
 "Direct invocation"). The HTTP transports read the first half, the invoke transport the second.
+
+A path is built only from checked ids (identifiers.py), and a `Call` refuses, when it is made,
+an id field that is no identifier and a path with a segment that an HTTP library or a proxy
+would normalise away (empty, `.`, `..`, also percent-encoded): whoever builds it, no transport
+can send a request to a route other than the one it names (client/README.md, "Identifiers").
 """
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
+
+from .errors import InvalidInputError
+from .identifiers import check_identifier
 
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
+ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id")
 
 
 @dataclass(frozen=True)
@@ -26,10 +35,15 @@ class Call:
     kind: str = READ  # reads get the client's `timeout`, writes its `write_timeout`
     budget: float | None = None  # a tighter time budget than the kind's (e.g. `wait`'s rest)
 
+    def __post_init__(self) -> None:
+        for name in ID_FIELDS:
+            if name in self.fields:
+                check_identifier(name, self.fields[name])
+        _check_path(self.path)
+
     def log_ids(self) -> str:
         """The ids of the call for logs: tenant, user, job or fact ids; never content."""
-        ids = ("tenant_id", "user_id", "job_id", "fact_id")
-        return " ".join(f"{name}={self.fields[name]}" for name in ids if name in self.fields)
+        return " ".join(f"{name}={self.fields[name]}" for name in ID_FIELDS if name in self.fields)
 
 
 @dataclass(frozen=True)
@@ -47,13 +61,23 @@ class Sleep:
     seconds: float
 
 
-def _segment(value: str) -> str:
-    # Every reserved character encoded: an id can never reach another route (docs/api.md "Routes", identifiers).
-    return quote(value, safe="")
+def _check_path(path: str) -> None:
+    """A path of absolute, non-empty, non-dot segments; "" for a call with no HTTP route."""
+    segments = path.split("/")
+    if path and (segments[0] or any(unquote(s) in ("", ".", "..") for s in segments[1:])):
+        raise InvalidInputError(
+            "the request path has an empty or dot segment",
+            details=[{"field": "path", "message": "an empty or dot segment", "type": "path"}],
+        )
+
+
+def _segment(name: str, value: object) -> str:
+    """One path segment: a checked id, every reserved character encoded (docs/api.md "Routes")."""
+    return quote(check_identifier(name, value), safe="")
 
 
 def _memory_path(tenant: str, user: str) -> str:
-    return f"/v1/tenants/{_segment(tenant)}/users/{_segment(user)}/memory"
+    return f"/v1/tenants/{_segment('tenant_id', tenant)}/users/{_segment('user_id', user)}/memory"
 
 
 def _ids(tenant: str, user: str) -> dict[str, Any]:
@@ -77,7 +101,7 @@ def export_memory(tenant: str, user: str, cursor: str | None) -> Call:
 
 
 def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
-    path = f"/v1/tenants/{_segment(tenant)}/jobs/{_segment(job_id)}"
+    path = f"/v1/tenants/{_segment('tenant_id', tenant)}/jobs/{_segment('job_id', job_id)}"
     fields = {"tenant_id": tenant, "job_id": job_id}
     return Call("get_job", "get_memory", "GET", path, fields, budget=budget)
 
@@ -105,6 +129,9 @@ def get_context(tenant: str, user: str, request: dict[str, Any]) -> Call:
 def ingest(
     tenant: str, user: str, items: list[dict[str, Any]], upsert: bool, idempotency_key: str | None
 ) -> Call:
+    for position, item in enumerate(items):
+        if isinstance(item, dict) and item.get("id") is not None:
+            check_identifier(f"items[{position}].id", item["id"])
     body = {"items": items, "upsert": upsert}
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
     fields = _ids(tenant, user) | body | ({"idempotency_key": idempotency_key} if idempotency_key else {})
@@ -124,6 +151,6 @@ def delete_memory(tenant: str, user: str) -> Call:
 
 
 def delete_fact(tenant: str, user: str, fact_id: str) -> Call:
-    path = f"{_memory_path(tenant, user)}/facts/{_segment(fact_id)}"
+    path = f"{_memory_path(tenant, user)}/facts/{_segment('fact_id', fact_id)}"
     fields = _ids(tenant, user) | {"fact_id": fact_id}
     return Call("delete_fact", "ingest", "DELETE", path, fields, kind=WRITE)

@@ -7,19 +7,37 @@ dot segment and send the request to another route (client/README.md, "Identifier
 
 import re
 
-from .errors import InvalidInputError
+from .errors import ConfigurationError, InvalidInputError
 
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$"
 IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 
 
+def is_identifier(value: object) -> bool:
+    # fullmatch: `$` alone would also accept a trailing newline, which the API refuses.
+    return isinstance(value, str) and IDENTIFIER.fullmatch(value) is not None
+
+
 def check_identifier(field: str, value: object) -> str:
     """`value` when it is a valid identifier; else `InvalidInputError` naming `field`."""
-    if isinstance(value, str) and IDENTIFIER.fullmatch(value):
-        return value
+    if is_identifier(value):
+        return str(value)
     shown = repr(value) if isinstance(value, str) and len(value) <= 40 else type(value).__name__
     raise InvalidInputError(
         f"{field} must be 1-128 characters of letters, digits and . _ @ : - starting with a letter "
         f"or digit; got {shown}",
         details=[{"field": field, "message": "not a valid identifier", "type": "identifier"}],
     )
+
+
+def check_tenant(value: str) -> str:
+    """The client's tenant, checked once when the client is made: a `ConfigurationError` if invalid."""
+    try:
+        return check_identifier("tenant", value)
+    except InvalidInputError as error:
+        raise ConfigurationError(error.message, details=error.details) from None
+
+
+def loggable_ids(**ids: object) -> str:
+    """`name=value` for the logs; a value that is no identifier is not written (it may be content)."""
+    return " ".join(f"{name}={value if is_identifier(value) else '<invalid>'}" for name, value in ids.items())

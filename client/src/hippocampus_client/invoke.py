@@ -8,6 +8,7 @@ CloudFormation outputs (`InvokeTarget.from_stack`).
 
 import asyncio
 import math
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ OUTPUTS = {
     "ingest": "IngestFunctionName",
     "recall": "RecallFunctionName",
 }
+# A function's name, partial or full ARN, with an optional qualifier (Lambda's own rule, a little
+# wider): botocore puts it in the Invoke URL's path, where `..` or `/` would name another route.
+FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.:$-]{0,169}")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,12 @@ class InvokeTarget:
     get_memory: str
     ingest: str
     recall: str
+
+    def __post_init__(self) -> None:
+        for function in OUTPUTS:
+            name = getattr(self, function)
+            if not isinstance(name, str) or not FUNCTION_NAME.fullmatch(name):
+                raise ConfigurationError(f"{function} is not a Lambda function name or ARN")
 
     def name_for(self, function: FunctionName) -> str:
         name: str = getattr(self, function)

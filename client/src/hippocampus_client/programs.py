@@ -4,17 +4,22 @@ A program is a generator: it yields a `Call` (and receives its `Reply`) or a `Sl
 receives None), and returns the method's result. `MemoryClient` runs it with blocking I/O,
 `AsyncMemoryClient` with `await`: the request building, the paging of `export`, the polling of
 `wait` and the parsing of each answer live here only.
+
+A program of several requests keeps one budget for all of them: the pages of a list or an
+export share the read's `timeout`, the polls of `wait` its own (client/README.md, "Never raises").
 """
 
 import time
 from collections.abc import Generator, Iterable
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from . import calls
 from .calls import Call, Reply, Sleep
-from .errors import MalformedResponseError, WaitTimeoutError
+from .errors import MalformedResponseError, RequestTimeoutError, WaitTimeoutError
+from .identifiers import check_identifier
 from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
 
 # TypeVars, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
@@ -22,6 +27,7 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 Program = Generator[Call | Sleep, Any, T]
 PAGE_SIZE = 100  # the largest page of the list routes (docs/api.md "Lists")
+WAIT_TIMEOUT_S, WAIT_INTERVAL_S = 30.0, 0.25  # `wait`'s defaults: in all, and between two polls
 
 
 def parse(model: type[M], reply: Reply, **extra: Any) -> M:  # noqa: UP047 - Python 3.11
@@ -65,8 +71,10 @@ def job(tenant: str, job_id: str, budget: float | None = None) -> Program[Job]:
 
 
 def job_ids_of(jobs: str | Job | Iterable[str | Job]) -> list[str]:
+    """The job ids, each checked before the first poll: one bad id and no job is asked for."""
     entries = [jobs] if isinstance(jobs, str | Job) else list(jobs)
-    return [entry.job_id if isinstance(entry, Job) else str(entry) for entry in entries]
+    ids = [entry.job_id if isinstance(entry, Job) else entry for entry in entries]
+    return [check_identifier("job_id", job_id) for job_id in ids]
 
 
 def wait(
@@ -96,6 +104,14 @@ def ingest(call: Call) -> Program[list[Job]]:
     return _list_of(Job, reply, "jobs")
 
 
+def ingest_and_wait(tenant: str, call: Call, wait_for: bool | float) -> Program[list[Job]]:
+    """`add(..., wait=...)`: send now, then poll the jobs until they are final, for at most
+    `WAIT_TIMEOUT_S` seconds (`wait=True`) or the seconds given."""
+    jobs = yield from ingest(call)
+    timeout = WAIT_TIMEOUT_S if wait_for is True else float(wait_for)
+    return (yield from wait(tenant, jobs, timeout, WAIT_INTERVAL_S))
+
+
 def query(tenant: str, user: str, request: dict[str, Any]) -> Program[QueryAnswer]:
     reply = yield calls.query_memory(tenant, user, request)
     return parse(QueryAnswer, reply)
@@ -121,43 +137,75 @@ def delete_fact(tenant: str, user: str, fact_id: str) -> Program[bool]:
     return True
 
 
-def export(tenant: str, user: str) -> Program[Export]:
+class Pages:
+    """The cursors of one paged read: all pages within one budget, no cursor followed twice."""
+
+    def __init__(self, budget: float) -> None:
+        self.deadline = time.monotonic() + budget
+        self.seen: set[str] = set()
+
+    def remaining(self) -> float:
+        """The budget left for the next page; `RequestTimeoutError` when none is."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise RequestTimeoutError("the pages did not all arrive within the time budget")
+        return left
+
+    def follow(self, cursor: object, reply: Reply) -> str | None:
+        """The cursor of the next page, None at the end; a cursor given twice would loop."""
+        if not isinstance(cursor, str) or not cursor:
+            return None
+        if cursor in self.seen:
+            raise MalformedResponseError("the list gave a cursor twice", request_id=reply.request_id)
+        self.seen.add(cursor)
+        return cursor
+
+
+def export(tenant: str, user: str, budget: float) -> Program[Export]:
     """Every page of the export, merged: the memory from the first page, the lists in order."""
-    reply = yield calls.export_memory(tenant, user, None)
+    pages = Pages(budget)
+    reply = yield replace(calls.export_memory(tenant, user, None), budget=pages.remaining())
     document = parse(Export, reply)
-    cursor = document.next_cursor
+    cursor = pages.follow(document.next_cursor, reply)
     while cursor:
-        page = parse(Export, (yield calls.export_memory(tenant, user, cursor)))
+        reply = yield replace(calls.export_memory(tenant, user, cursor), budget=pages.remaining())
+        page = parse(Export, reply)
         document.items += page.items
         document.history += page.history
         document.jobs += page.jobs
         document.episodes += page.episodes
-        if page.next_cursor == cursor:
-            raise MalformedResponseError("the export repeated its cursor", request_id=reply.request_id)
-        cursor = page.next_cursor
+        cursor = pages.follow(page.next_cursor, reply)
     document.next_cursor = None
     return document
 
 
+@dataclass(frozen=True)
+class ListRead:
+    """How much of a list to read: the first `limit` entries (None: all), within `budget` seconds."""
+
+    limit: int | None
+    budget: float
+
+
 def _pages(  # noqa: UP047 - Python 3.11
-    tenant: str, user: str, what: Literal["facts", "episodes"], model: type[M], limit: int | None
+    tenant: str, user: str, what: Literal["facts", "episodes"], model: type[M], read: ListRead
 ) -> Program[list[M]]:
+    pages = Pages(read.budget)
     found: list[M] = []
     cursor: str | None = None
-    while limit is None or len(found) < limit:
-        size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - len(found))
-        reply = yield calls.list_page(tenant, user, what, size, cursor)
+    while read.limit is None or len(found) < read.limit:
+        size = PAGE_SIZE if read.limit is None else min(PAGE_SIZE, read.limit - len(found))
+        reply = yield replace(calls.list_page(tenant, user, what, size, cursor), budget=pages.remaining())
         found += _list_of(model, reply, what)
-        next_cursor = reply.data.get("next_cursor")
-        if not isinstance(next_cursor, str) or not next_cursor or next_cursor == cursor:
+        cursor = pages.follow(reply.data.get("next_cursor"), reply)
+        if cursor is None:
             break
-        cursor = next_cursor
     return found
 
 
-def facts(tenant: str, user: str, limit: int | None) -> Program[list[Fact]]:
-    return (yield from _pages(tenant, user, "facts", Fact, limit))
+def facts(tenant: str, user: str, read: ListRead) -> Program[list[Fact]]:
+    return (yield from _pages(tenant, user, "facts", Fact, read))
 
 
-def episodes(tenant: str, user: str, limit: int | None) -> Program[list[Episode]]:
-    return (yield from _pages(tenant, user, "episodes", Episode, limit))
+def episodes(tenant: str, user: str, read: ListRead) -> Program[list[Episode]]:
+    return (yield from _pages(tenant, user, "episodes", Episode, read))

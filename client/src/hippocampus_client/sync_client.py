@@ -13,9 +13,10 @@ from typing import Self, TypeVar, Unpack
 from . import programs
 from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
+from .errors import RequestTimeoutError
 from .items import Content
 from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
-from .programs import Program
+from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program
 
 T = TypeVar("T")
 
@@ -71,23 +72,30 @@ class MemoryClient(ClientBase):
         return self._run(programs.history(self.tenant, user, limit), "history")
 
     def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
-        """The user's facts, newest first (all, or the first `limit`); None on error."""
-        return self._run(programs.facts(self.tenant, user, limit), "facts")
+        """The user's facts, newest first (all, or the first `limit`), every page within the read
+        `timeout`; None on error."""
+        read = programs.ListRead(limit, self.policy.timeout)
+        return self._run(programs.facts(self.tenant, user, read), "facts")
 
     def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
-        """The user's condensed turns, newest first (all, or the first `limit`); None on error."""
-        return self._run(programs.episodes(self.tenant, user, limit), "episodes")
+        """The user's condensed turns, newest first (all, or the first `limit`), every page within
+        the read `timeout`; None on error."""
+        read = programs.ListRead(limit, self.policy.timeout)
+        return self._run(programs.episodes(self.tenant, user, read), "episodes")
 
     def export(self, user: str) -> Export | None:
-        """Everything stored about the user, every page merged; None on error."""
-        return self._run(programs.export(self.tenant, user), "export")
+        """Everything stored about the user, every page merged, within the read `timeout`; None on error."""
+        return self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
 
     def job(self, job_id: str) -> Job | None:
         """One ingestion job; None on error (an unknown job included)."""
         return self._run(programs.job(self.tenant, job_id), "job")
 
     def wait(
-        self, jobs: str | Job | Iterable[str | Job], timeout: float = 30.0, interval: float = 0.25
+        self,
+        jobs: str | Job | Iterable[str | Job],
+        timeout: float = WAIT_TIMEOUT_S,
+        interval: float = WAIT_INTERVAL_S,
     ) -> list[Job] | None:
         """Poll until every job is completed, failed or skipped; the final jobs in the order given.
         None when some job is not final within `timeout` (strict: `WaitTimeoutError`), or on error."""
@@ -103,15 +111,26 @@ class MemoryClient(ClientBase):
         *,
         upsert: bool = True,
         idempotency_key: str | None = None,
+        wait: bool | float = False,
         **options: Unpack[ItemOptions],
     ) -> list[Job] | None:
         """Store a turn, a text, chat messages or items (client/README.md, "Methods").
 
         Returns None at once and sends in the background (`flush()` waits for it). With
-        `strict=True` it sends now and returns the jobs, one per item."""
+        `strict=True` it sends now and returns the jobs, one per item. With `wait=True` (or a
+        number of seconds) it sends now, after what earlier `add`s queued, and waits until the
+        jobs are final, 30 s at most (or the seconds given): the final jobs, or None."""
         call = self._ingest_call(user, content, options, upsert, idempotency_key)
         if call is None:
             return None
+        if wait:
+            if not self._writer.flush(self.policy.write_timeout):
+                # Earlier adds are still queued: this one goes behind them (a user's order is
+                # kept), not waited for.
+                self._writer.submit(call)
+                self._failed(RequestTimeoutError("earlier adds are still queued"), call, "add")
+                return None
+            return self._run(programs.ingest_and_wait(self.tenant, call, wait), "add")
         if self.strict:
             return self._run(programs.ingest(call), "add")
         self._writer.submit(call)
