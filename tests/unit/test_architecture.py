@@ -165,6 +165,11 @@ def test_handlers_stay_thin():
         assert len(handler.read_text().splitlines()) <= 20, handler
 
 
+# The SDKs the read path must not load: the LLM client, both HTTP stacks (openai 3 is built on
+# httpx2, older ones on httpx), X-Ray and OpenTelemetry's SDK.
+HEAVY_ROOTS = ("openai", "aws_xray_sdk", "httpx", "httpx2", "opentelemetry")
+
+
 def test_read_path_import_loads_no_llm_sdk_no_tracing_sdk_and_no_write_routes():
     script = f"""
 import sys, os
@@ -175,7 +180,7 @@ spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
 from hippocampus import wiring
 wiring.read_service()
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx", "opentelemetry")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY_ROOTS!r}
                or m in ("hippocampus.api.write_routes", "aws_lambda_powertools.utilities.idempotency"))
 print(",".join(heavy))
 """
@@ -205,7 +210,7 @@ prefixes = ("hippocampus.api.write_routes", "hippocampus.api.idempotency", "hipp
             "hippocampus.adapters.embeddings.bedrock_embeddings",
             "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parameters",
             "aws_lambda_powertools.utilities.batch")
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "aws_xray_sdk", "httpx", "opentelemetry")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY_ROOTS!r}
                or any(m == prefix or m.startswith(prefix + ".") for prefix in prefixes))
 print(json.dumps({{"provider": embedder.provider, "heavy": heavy}}))
 """
