@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from infra.nag import add_checks
 from infra.specs import FUNCTION_NAMES
 from infra.stack import HippocampusStack
 from tools.assets import FUNCTIONS_DIR, BuiltAssets, build_all
-from tools.cache import AssetBuildError
+from tools.cache import AssetBuildError, progress
 from tools.synth_summary import REPORT_FILE, nag_lines, nag_report, summary
 
 
@@ -107,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     config = stack.config
     outdir = Path(app.outdir)
     (outdir / REPORT_FILE).unlink(missing_ok=True)  # a stale report must not explain this synth
+    started = time.monotonic()
+    progress(f"== Synthesizing {stack.stack_name} and checking it with cdk-nag")
     try:
         app.synth()
     except RuntimeError:
@@ -115,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise
         print("\n".join(nag_lines(outdir)), file=sys.stderr)
         sys.exit(f"error: cdk-nag findings in {stack.stack_name}: acknowledge each with a reason or fix it")
+    progress(f"   synthesized in {time.monotonic() - started:.1f} s")
     model = config.resolved_llm_model
     details = f"stage {config.stage}, LLM {config.llm_provider}{f' {model}' if model else ''}, "
     print(summary(outdir, stack.stack_name, details + f"{config.architecture}, in {outdir}"), flush=True)

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -84,6 +85,8 @@ class LocalStack:
             raise
 
     def _start(self, user_env: dict[str, str], deployment: defaults.Deployment, region: str) -> None:
+        started = time.monotonic()
+        log.info("starting moto and provisioning the resources of cdk.json")
         endpoint = self.moto.start()
         # moto starts empty: the resources are provisioned from cdk.json as on a first start, then
         # the data directory's items, objects and messages are put back, before anything is served.
@@ -120,11 +123,21 @@ class LocalStack:
             self.functions[name] = LocalFunction(spec, self.options.concurrency, self.options.throttle_wait_s)
         # One environment of each function now, in parallel: a broken handler fails at start-up with
         # its traceback, and the first requests find warm environments.
+        log.info(
+            "moto ready in %.1f s; starting one environment of each function (%s): each imports its handler",
+            time.monotonic() - started,
+            ", ".join(self.functions),
+        )
+        warming = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(self.functions)) as pool:
-            for name, init_ms in zip(
-                self.functions, pool.map(LocalFunction.warm_up, self.functions.values()), strict=True
-            ):
-                log.debug("%s initialised in %.0f ms", name, init_ms)
+            inits = dict(
+                zip(self.functions, pool.map(LocalFunction.warm_up, self.functions.values()), strict=True)
+            )
+        log.info(
+            "functions ready in %.1f s (init %s)",
+            time.monotonic() - warming,
+            ", ".join(f"{name} {init_ms / 1000:.1f} s" for name, init_ms in inits.items()),
+        )
 
         self._event_source = SqsEventSource(
             aws_client("sqs", endpoint, region),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Final
 
 from tools import REPO_ROOT, cache
 from tools.bytecode import PYTHON_VERSION, compile_tree
-from tools.cache import BUILDER_VERSION, IGNORED, AssetBuildError, build_once, hash_tree
+from tools.cache import BUILDER_VERSION, IGNORED, AssetBuildError, build_once, hash_tree, progress
 from tools.layers import REQUIREMENT_LAYERS, build_requirements_layer, layer_dir
 
 CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "src" / "hippocampus"
@@ -67,15 +68,22 @@ def build_all(
     architecture: str, functions: Sequence[str], functions_dir: Path = FUNCTIONS_DIR
 ) -> BuiltAssets:
     """Every layer (for `architecture`) and the code of each of `functions`."""
+    started = time.monotonic()
+    progress(
+        f"== Assets for {architecture}: {len(REQUIREMENT_LAYERS) + 1} layers and {len(functions)} functions' "
+        "code, each rebuilt only when its inputs changed (a first build of the layers runs pip: it may take minutes)"
+    )
     layers = {
         name: build_requirements_layer(layer, architecture) for name, layer in REQUIREMENT_LAYERS.items()
     }
     layers["core"] = build_source_layer("core", CORE_PACKAGE_DIR)
-    return BuiltAssets(
+    built = BuiltAssets(
         architecture=architecture,
         layers=layers,
         functions={name: build_function_code(name, functions_dir) for name in functions},
     )
+    progress(f"   assets ready in {time.monotonic() - started:.1f} s")
+    return built
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,15 +4,22 @@ A build's key hashes its inputs (a JSON description plus file contents). The key
 a stamp beside the output (never inside it: the stamp must not end up in the zip) once the
 output is complete, so an interrupted build is redone next time. Builds take a file lock, so
 parallel test workers share one build instead of racing on the same folder.
+
+A build says what it does on standard error (`progress`): a line when it starts and one with its
+elapsed time when it ends, and a command run with `echo` streams its output (pip's "Collecting" and
+"Downloading" lines), so `make synth` is never silent for minutes.
 """
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import hashlib
 import json
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,12 +41,31 @@ class AssetBuildError(RuntimeError):
     """A layer or code build failed; the message says which and why."""
 
 
-def run(command: Sequence[str], what: str) -> None:
-    """Run a build command; on failure, raise with the end of its output."""
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip()[-4000:]
-        raise AssetBuildError(f"{what} failed (exit {result.returncode}):\n{output}")
+# The end of a failed command's output that its error quotes.
+FAILURE_TAIL_LINES: Final = 60
+
+
+def progress(message: str) -> None:
+    """One line about a build step, on standard error (standard output is the build's result)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(command: Sequence[str], what: str, *, echo: bool = False) -> None:
+    """Run a build command; on failure, raise with the end of its output.
+
+    `echo`: stream the command's output as it comes, indented (for commands that take a while)."""
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as process:
+        assert process.stdout is not None
+        tail: collections.deque[str] = collections.deque(maxlen=FAILURE_TAIL_LINES)
+        for line in process.stdout:
+            tail.append(line)
+            if echo:
+                progress("    " + line.rstrip())
+    if process.returncode != 0:
+        output = "".join(tail).strip()
+        raise AssetBuildError(f"{what} failed (exit {process.returncode}):\n{output}")
 
 
 def hash_tree(root: Path) -> Iterator[bytes]:
@@ -100,6 +126,9 @@ def build_once(
     with locked(lock or dest.name):
         if read_stamp_key(dest) == key:
             return dest
+        started = time.monotonic()
+        label = f"{dest.parent.name}/{dest.name}"  # layers/deps-arm64, functions/ingest
+        progress(f"== Building {label} (its inputs changed, or it was never built)")
         tmp = dest.with_name(f".tmp-{dest.name}")
         shutil.rmtree(tmp, ignore_errors=True)
         build(tmp)
@@ -109,4 +138,5 @@ def build_once(
         tmp.rename(dest)
         # Written last: a build interrupted before this point is redone next time.
         stamp_path(dest).write_text(json.dumps({"key": key, "inputs": inputs}, indent=2, default=str))
+        progress(f"   built {label} in {time.monotonic() - started:.1f} s")
     return dest

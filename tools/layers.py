@@ -23,7 +23,7 @@ from typing import Final
 
 from tools import REPO_ROOT, cache
 from tools.bytecode import KEEP_SOURCES, LAYER_MOUNT, PYTHON_VERSION, compile_bytecode_only
-from tools.cache import BUILDER_VERSION, AssetBuildError, build_once, read_stamp_key, run
+from tools.cache import BUILDER_VERSION, AssetBuildError, build_once, progress, read_stamp_key, run
 
 # Shipped by the Lambda Python runtime; a copy in a layer only adds size (and version skew).
 RUNTIME_PROVIDED: Final = ("boto3", "botocore", "s3transfer")
@@ -148,7 +148,8 @@ def remove_unused(site: Path) -> None:
 
 
 def _pip_install(site: Path, layer: LayerSource, architecture: str, constraints: Path | None) -> None:
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    # Not quiet: pip's "Collecting" and "Downloading" lines are the progress of the longest step.
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off"]
     command += ["--no-compile", "--only-binary=:all:", "--implementation", "cp"]
     command += ["--python-version", PYTHON_VERSION, "--target", str(site)]
     for platform in PLATFORM_TAGS[architecture]:
@@ -156,7 +157,8 @@ def _pip_install(site: Path, layer: LayerSource, architecture: str, constraints:
     command += ["-r", str(layer.requirements)]
     if constraints is not None:
         command += ["-c", str(constraints)]
-    run(command, f"pip install of layer {layer.name!r} ({architecture})")
+    progress(f"   pip install -r {layer.requirements.relative_to(REPO_ROOT)} for Lambda {architecture}")
+    run(command, f"pip install of layer {layer.name!r} ({architecture})", echo=True)
 
 
 def build_requirements_layer(layer: LayerSource, architecture: str) -> Path:
@@ -196,6 +198,7 @@ def build_requirements_layer(layer: LayerSource, architecture: str) -> Path:
                 remove_distribution(site, name, dist)
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: useless in a layer
         remove_unused(site)
+        progress("   compiling to bytecode for python" + PYTHON_VERSION)
         compile_bytecode_only(site)
 
     return build_once(layer_dir(layer.name, architecture), inputs, [layer.requirements.read_bytes()], build)
