@@ -6,6 +6,7 @@ targets that deployed API instead and signs each request with SigV4.
 """
 
 import os
+import random
 import re
 import secrets
 import signal
@@ -25,8 +26,12 @@ AWS_ENDPOINT = re.compile(r"AWS endpoint: (http://\S+)")
 MARKER = re.compile(r"\bzq[0-9a-f]{8}\b")
 TERMINAL = frozenset({"completed", "failed", "skipped"})
 # Generous deadlines for async effects: an item is picked up within 1 s locally, a deployed
-# stack adds cold starts; the deadline only bounds a failure, it asserts no speed.
-ASYNC_DEADLINE_S = 30.0
+# stack adds cold starts, a loaded machine (load 8-14 on 2 cores) takes many times longer; the
+# deadline only bounds a failure, it asserts no speed.
+ASYNC_DEADLINE_S = 60.0
+# Starting a stack (moto, then one environment per function) takes ~5 s idle, a minute or more loaded.
+START_DEADLINE_S = 180.0
+STOP_DEADLINE_S = 60.0
 
 
 def marker() -> str:
@@ -92,7 +97,7 @@ class LocalStackProcess:
         assert self._process is not None, "start() first"
         return self._process.pid
 
-    def start(self, timeout_s: float = 90.0) -> "LocalStackProcess":
+    def start(self, timeout_s: float = START_DEADLINE_S) -> "LocalStackProcess":
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "local_stack", "--port", "0", "--concurrency", str(self.concurrency)],
@@ -123,7 +128,7 @@ class LocalStackProcess:
             return process.returncode if process else None
         process.send_signal(signal.SIGTERM)
         try:
-            return process.wait(timeout=20)
+            return process.wait(timeout=STOP_DEADLINE_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
@@ -183,8 +188,26 @@ def sigv4_auth(base_url: str) -> SigV4:
     return SigV4(region)
 
 
+# 429 (throttled) and 503 (a dependency failed) ask a client to send the request again; a loaded
+# machine gets them at any time. Sent again after Retry-After, else a jittered backoff, for this long.
+RETRIED_STATUSES = frozenset({429, 503})
+RETRY_DEADLINE_S = 60.0
+MAX_RETRY_PAUSE_S = 2.0
+
+
+def retry_pause(response: requests.Response, attempt: int) -> float:
+    """Retry-After (seconds) when the answer has one, else full jitter over 0.1 s doubling per attempt."""
+    after = response.headers.get("Retry-After", "")
+    if after.isdigit():
+        return min(float(after), MAX_RETRY_PAUSE_S * 5)
+    return random.uniform(0, min(0.1 * 2**attempt, MAX_RETRY_PAUSE_S))
+
+
 class Api:
-    """A small client of the HTTP API: raw responses, plus helpers for the common calls."""
+    """A small client of the HTTP API: responses as they come, plus helpers for the common calls.
+
+    Every request is sent again on 429 or 503 as a client would (`RETRIED_STATUSES`), unless a
+    test asks for the first answer itself (`raw=True`: a test of throttling)."""
 
     def __init__(self, base_url: str, auth: Any = None, diagnostics: Callable[[], str] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
@@ -205,20 +228,33 @@ class Api:
         data: bytes | str | None = None,
         headers: dict[str, str] | None = None,
         params: dict[str, Any] | None = None,
+        raw: bool = False,
+        exact_headers: bool = False,
     ) -> requests.Response:
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if json is not None or data is not None:
-            all_headers.setdefault("Content-Type", "application/json")
-        return self.session.request(
-            method,
-            self.base_url + path,
-            json=json,
-            data=data,
-            headers=all_headers,
-            params=params,
-            auth=self.auth,
-            timeout=60,
-        )
+        """`path` below the base URL. `exact_headers`: send `headers` alone (no JSON Accept and
+        Content-Type added); `raw`: the first answer, even a 429 or 503."""
+        all_headers = dict(headers or {})
+        if not exact_headers:
+            all_headers = {"Accept": "application/json", **all_headers}
+            if json is not None or data is not None:
+                all_headers.setdefault("Content-Type", "application/json")
+        deadline = time.monotonic() + RETRY_DEADLINE_S
+        attempt = 0
+        while True:
+            response = self.session.request(
+                method,
+                self.base_url + path,
+                json=json,
+                data=data,
+                headers=all_headers,
+                params=params,
+                auth=self.auth,
+                timeout=60,
+            )
+            if raw or response.status_code not in RETRIED_STATUSES or time.monotonic() > deadline:
+                return response
+            time.sleep(retry_pause(response, attempt))
+            attempt += 1
 
     # --- paths ---------------------------------------------------------------------------------
 
@@ -270,8 +306,6 @@ class Api:
     ) -> dict[str, Any]:
         def probe() -> dict[str, Any] | None:
             response = self.request("GET", f"/v1/tenants/{tenant}/jobs/{job_id}")
-            if response.status_code == 429:
-                return None  # polling many jobs at once may be throttled: "slow down and retry"
             assert response.status_code == 200, response.text
             job: dict[str, Any] = response.json()
             return job if job["status"] in statuses else None

@@ -192,9 +192,7 @@ def test_hostile_requests_get_their_envelope_and_change_nothing(
     path = Api.memory_path(tenant, user)
     api.ingest(tenant, user, [{"id": "f", "text": "Keeps bees.", "infer": False}])
     before = api.memory(tenant, user)
-    response = api.session.request(
-        method, api.base_url + path + below, data=body, headers=headers, auth=api.auth, timeout=60
-    )
+    response = api.request(method, path + below, data=body, headers=headers, exact_headers=True)
     assert_envelope(response, status, code)
     assert api.memory(tenant, user) == before and before["version"] == 0 and len(before["facts"]) == 1
     assert api.history(tenant, user) == []
