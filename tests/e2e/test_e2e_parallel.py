@@ -1,6 +1,10 @@
-"""Many users at once: every item lands in its own user's memory, none is lost, none leaks."""
+"""Many users at once: every item lands in its own user's memory, none is lost, none leaks; and
+many writers of one user: every request answered, every fact stored once."""
 
+import random
+import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from e2e_support import MARKER, Api, marker, unique
@@ -9,6 +13,7 @@ pytestmark = pytest.mark.e2e
 
 USERS = 12
 ITEMS_PER_USER = 5
+WRITERS, REQUESTS_PER_WRITER = 20, 3
 
 
 def test_many_users_in_parallel_lose_nothing_and_leak_nothing(api: Api, stub, tenant: str) -> None:
@@ -61,3 +66,46 @@ def test_concurrent_manual_edits_never_overwrite_silently(api: Api, tenant: str,
     memory = api.memory(tenant, user)
     assert memory["version"] == 1
     assert len(api.history(tenant, user)) == 1
+
+
+def post_retrying(api: Api, path: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """POST as a client does: a 429 or 503 is sent again after a jittered pause, within 60 s."""
+    deadline = time.monotonic() + 60
+    pause = 0.1
+    while True:
+        response = api.request("POST", path, json={"items": items})
+        if response.status_code not in (429, 503) or time.monotonic() > deadline:
+            assert response.status_code == 202, response.text
+            jobs: list[dict[str, Any]] = response.json()["jobs"]
+            return jobs
+        time.sleep(random.uniform(0, pause))
+        pause = min(pause * 2, 2.0)
+
+
+def test_twenty_writers_of_one_user_are_all_acknowledged_and_applied_once(
+    api: Api, tenant: str, user: str
+) -> None:
+    """Agents and services writing facts and turns to one user at once: no request is refused for
+    another's sake (only throttled, and sent again), and what is stored is what was acknowledged."""
+    path = Api.memory_path(tenant, user)
+
+    def writer(n: int) -> list[dict[str, Any]]:
+        jobs = []
+        for request in range(REQUESTS_PER_WRITER):
+            facts = [
+                {"id": f"w{n}-r{request}-{k}", "text": f"Writer {n} fact {request}.{k}.", "infer": False}
+                for k in range(2)
+            ]
+            turn = {"id": f"w{n}-t{request}", "text": f"Writer {n} says turn {request}."}
+            jobs += post_retrying(api, path, [*facts, turn])
+        return jobs
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        acknowledged = [job for jobs in pool.map(writer, range(WRITERS)) for job in jobs]
+    fact_jobs = [job for job in acknowledged if "-r" in job["item_id"]]
+    assert [job["status"] for job in fact_jobs] == ["completed"] * (WRITERS * REQUESTS_PER_WRITER * 2)
+    stored = sorted(fact["id"] for fact in api.memory(tenant, user)["facts"])
+    assert stored == sorted(job["item_id"] for job in fact_jobs)  # each acknowledged fact, once
+    turns = [job for job in acknowledged if "-t" in job["item_id"]]
+    assert len({job["job_id"] for job in turns}) == WRITERS * REQUESTS_PER_WRITER
+    api.wait_completed(tenant, turns)

@@ -1,5 +1,5 @@
 """On DynamoDB and S3 (moto): a delete leaves nothing of the user in the table, the export gives
-back everything stored, and the facts limit holds against a concurrent writer
+back everything stored, and the facts limit holds against a concurrent writer, which never waits
 (docs/api.md "Forgetting a user", "Export", "Limits")."""
 
 import boto3
@@ -7,8 +7,8 @@ import pytest
 
 from hippocampus import wiring
 from hippocampus.adapters.llm.offline import OfflineModel
-from hippocampus.domain import fact_lease, fact_rules
-from tests.support.clients import ClientProxy, proxied_service
+from hippocampus.domain import fact_rules
+from tests.support.clients import ClientProxy, aws_error, fail, proxied_service
 from tests.support.lambda_harness import Context
 
 USER = "/v1/tenants/acme/users/alice/memory"
@@ -87,28 +87,43 @@ def test_the_export_holds_memory_facts_items_history_and_jobs(service):
     assert direct | {"exported_at": body["exported_at"]} == body
 
 
-def test_a_concurrent_fact_writer_waits_and_the_limit_is_never_overshot(proxied, clients, monkeypatch):
+def test_a_concurrent_fact_writer_never_waits_and_the_limit_is_never_overshot(proxied, clients, monkeypatch):
     # The limit made small (20 facts instead of 200) to keep the test fast: the rule is the same.
     monkeypatch.setattr(fact_rules, "MAX_FACTS_PER_USER", 20)
-    monkeypatch.setattr(fact_lease, "LEASE_WAIT_S", 0.2)
     facts = lambda prefix, count: [{"id": f"{prefix}{i}", "text": "x", "infer": False} for i in range(count)]  # noqa: E731
     assert proxied.call("POST", USER, {"items": facts("a", 15)}).status == 202
     answers = []
 
     def another_request_meanwhile(**request):
-        # While this request writes its facts, a second one adds 4 more: it must not get in.
-        if not answers:
-            answers.append(proxied.call("POST", USER, {"items": facts("c", 4)}))
+        # Between this request's read and its commit, a second one adds 4 facts: it gets in, and
+        # this one, decided again on the facts now stored, would make 23.
+        clients["dynamodb"].restore("transact_write_items")
+        answers.append(proxied.call("POST", USER, {"items": facts("c", 4)}))
         return clients["dynamodb"].target.transact_write_items(**request)
 
     clients["dynamodb"].intercept("transact_write_items", another_request_meanwhile)
-    assert proxied.call("POST", USER, {"items": facts("d", 4)}).status == 202
-    clients["dynamodb"].restore("transact_write_items")
-    assert (answers[0].status, answers[0].body["error"]["code"]) == (409, "write_conflict")
-    assert len(proxied.call("GET", USER).body["facts"]) == 19
-    late = proxied.call("POST", USER, {"items": facts("c", 4)})  # sent again: now the limit answers
+    late = proxied.call("POST", USER, {"items": facts("d", 4)})
+    assert answers[0].status == 202
     assert (late.status, late.body["error"]["code"]) == (422, "limit_exceeded")
-    assert len(proxied.call("GET", USER).body["facts"]) == 19
+    assert "would make 23" in late.body["error"]["message"]
+    stored = {fact["id"] for fact in proxied.call("GET", USER).body["facts"]}
+    assert len(stored) == 19 and not any(fact_id.startswith("d") for fact_id in stored)
+
+
+def test_a_commit_cancelled_by_a_concurrent_transaction_is_tried_again(proxied, clients):
+    refused = fail(
+        clients["dynamodb"],
+        "transact_write_items",
+        aws_error(
+            "TransactionCanceledException",
+            "TransactWriteItems",
+            CancellationReasons=[{"Code": "TransactionConflict"}, {"Code": "None"}, {"Code": "None"}],
+        ),
+        times=2,
+    )
+    answer = proxied.call("POST", USER, {"items": [{"id": "f1", "text": "Likes tea.", "infer": False}]})
+    assert len(refused) == 2 and answer.status == 202 and answer.body["jobs"][0]["status"] == "completed"
+    assert [fact["id"] for fact in proxied.call("GET", USER).body["facts"]] == ["f1"]
 
 
 def test_a_message_dead_lettered_by_a_crashed_condenser_leaves_no_open_job(service, aws):

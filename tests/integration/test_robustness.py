@@ -10,6 +10,7 @@ from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.contracts.errors import DependencyUnavailable
+from hippocampus.contracts.fact_ports import ABSENT, FactCommit, FactCounts, FactEntry
 from hippocampus.contracts.models import Fact, Job
 from tests.support.clients import ClientProxy
 
@@ -100,21 +101,26 @@ def test_an_expired_job_sent_again_is_queued_again(service, aws):
 def test_a_fact_written_after_the_tombstone_survives_the_erase(aws):
     dynamodb = boto3.client("dynamodb")
     store = DynamoMemoryStore(Table(aws.table_name, lambda: proxy))
-    new_fact = Fact(id="new", text="New fact.", updated_at=datetime.now(UTC))
+
+    def commit(fact_id: str, generation: int) -> None:
+        fact = Fact(id=fact_id, text=f"Fact {fact_id}.", updated_at=datetime.now(UTC))
+        entry = FactEntry(fact_id, job(f"job-{fact_id}"), fact, 40, ABSENT)
+        ledger = store.read_facts("acme", "alice")
+        counts = FactCounts(1, 40)  # the first fact of each life: the counts are rebased
+        store.commit_facts(FactCommit("acme", "alice", generation, [entry], counts, None, ledger.revision))
 
     def fact_lands_before_the_listing(**request):
         # After the generation bump, before the old facts are listed: a request writes a new fact.
         tombstone = dynamodb.update_item(**request)
-        store.put_fact("acme", "alice", new_fact, job("job-new"), generation=1, lease="lease-1")
+        commit("new", generation=1)
         return tombstone
 
     proxy = ClientProxy(dynamodb)
-    old = Fact(id="old", text="Old fact.", updated_at=datetime.now(UTC))
-    assert store.hold_facts("acme", "alice", "lease-1", seconds=60)
-    store.put_fact("acme", "alice", old, job("job-old"), generation=0, lease="lease-1")
+    commit("old", generation=0)
     proxy.intercept("update_item", fact_lands_before_the_listing)
     store.erase_user("acme", "alice")
     assert [fact.id for fact in store.read_memory("acme", "alice", with_facts=True)[1]] == ["new"]
+    assert store.read_facts("acme", "alice").counts == FactCounts(1, 40)  # the new life's fact
 
 
 def test_s3_keys_that_refuse_deletion_make_delete_fail(aws):

@@ -1,7 +1,9 @@
 """In-memory fakes of every port, with the semantics the adapters guarantee.
 
 - `FakeMemoryStore`: writes conditional on version and generation; the applied-job ledger in the
-  same "transaction" as the memory write; a fact and its job together, or neither.
+  same "transaction" as the memory write; a fact commit all or nothing, on the conditions of its
+  DynamoDB transaction (each fact as expected, the generation, the counts within the limits, the
+  revision and no request settling for a rebase), with the counts and the revision it bumps.
 - `FakeJobStore`: completed and skipped are final; a failed job sent again is queued again.
 - `FakeArchive`, `FakeQueue`, `ScriptedModel`, `RecordingTracing`, `FakeIdempotencyStore`: raw
   payloads and history, sent messages, an LLM that answers from a script (or a function of the
@@ -17,7 +19,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
@@ -36,6 +38,16 @@ from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts import routes
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
+from hippocampus.contracts.fact_ports import (
+    MAX_FACT_ENTRIES,
+    Absent,
+    FactCommit,
+    FactCounts,
+    FactLedger,
+    FactRemoval,
+    Present,
+    StoredFact,
+)
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import (
     USER_DELETED,
@@ -47,6 +59,7 @@ from hippocampus.contracts.models import (
     JobError,
     JobStatus,
 )
+from hippocampus.contracts.names import FACT_SETTLE_S
 from hippocampus.contracts.ports import (
     Embedder,
     LanguageModel,
@@ -85,6 +98,14 @@ class Outage(Exception):
 class _User:
     state: MemoryState = field(default_factory=MemoryState)
     facts: dict[str, tuple[Fact, int]] = field(default_factory=dict)
+    # What the memory item holds of the facts: the bytes each was counted with (None: stored before
+    # facts were counted), the counts (None: not counted yet), the revision, and until when a
+    # request written in several commits may still be writing.
+    sizes: dict[str, int | None] = field(default_factory=dict)
+    counts: FactCounts | None = None
+    revision: int = 0
+    settling_until: float = 0.0
+    counted_reads: set[int] = field(default_factory=set)  # revisions read with every fact
 
 
 # Idempotency records of every user: (tenant, user) → Powertools key → record.
@@ -206,14 +227,14 @@ class FakeMemoryStore:
         self._jobs = jobs
         jobs.generation_of = self.read_generation
         self.users: dict[tuple[str, str], _User] = {}
-        # (tenant, user) → (lease, until): the request holding the user's facts for writing.
-        self.leases: dict[tuple[str, str], tuple[str, float]] = {}
         self.now: Callable[[], float] = time.monotonic
         # Called just before a conditional write is checked: a test stages a concurrent writer here.
         self.before_write: Hook | None = None
+        # The same for the next fact commit (or removal), and a failure a commit raises instead.
         self.before_fact: Hook | None = None
         self.fail_next_fact: Exception | None = None
         self.writes = 0
+        self.fact_commits = 0
         # (tenant, user) → episode key → (episode, generation): in the user's partition, as in DynamoDB.
         self.episode_items: dict[tuple[str, str], dict[str, tuple[Episode, int]]] = {}
         self.vectors: dict[tuple[str, str], dict[str, Vector]] = {}
@@ -329,22 +350,23 @@ class FakeMemoryStore:
         user.state = replace(user.state, episode_count=len(stored))
         return len(excess)
 
-    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
+    def read_facts(self, tenant_id: str, user_id: str, fact_ids: Collection[str] | None = None) -> FactLedger:
         with self._jobs.lock:
-            holder = self.leases.get((tenant_id, user_id))
-            if holder is not None and holder[1] > self.now():
-                return False
-            self.leases[(tenant_id, user_id)] = (lease, self.now() + seconds)
-            return True
+            user = self._user(tenant_id, user_id)
+            if fact_ids is None:
+                user.counted_reads.add(user.revision)
+            facts = {
+                fact_id: StoredFact(fact, user.sizes.get(fact_id))
+                for fact_id, (fact, generation) in sorted(user.facts.items())
+                if generation == user.state.generation and (fact_ids is None or fact_id in fact_ids)
+            }
+            settling = user.settling_until > self.now()
+            state = user.state
+            return FactLedger(state.generation, state.version, facts, user.counts, user.revision, settling)
 
-    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
-        with self._jobs.lock:
-            if self.leases.get((tenant_id, user_id), ("", 0))[0] == lease:
-                del self.leases[(tenant_id, user_id)]
-
-    def put_fact(
-        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
-    ) -> None:
+    def commit_facts(self, commit: FactCommit) -> None:
+        """All of the commit or nothing, on the conditions the DynamoDB transaction checks."""
+        assert len(commit.entries) <= MAX_FACT_ENTRIES, "one DynamoDB transaction holds at most 100 writes"
         hook, self.before_fact = self.before_fact, None
         if hook:
             hook()
@@ -352,19 +374,67 @@ class FakeMemoryStore:
         if failure:
             raise failure
         with self._jobs.lock:
-            user = self._user(tenant_id, user_id)
-            if user.state.generation != generation:
+            user = self._user(commit.tenant_id, commit.user_id)
+            if user.state.generation != commit.generation:
                 raise UserDeleted("the user was deleted")
-            if self.leases.get((tenant_id, user_id), ("", 0))[0] != lease:
-                raise ConditionFailed("the lease was lost")
-            if job.job_id in self._jobs.jobs:
+            changed = frozenset(
+                position
+                for position, entry in enumerate(commit.entries)
+                if entry.expect is not None and not self._holds(user, entry.fact_id, entry.expect)
+            )
+            if changed or not self._counts_hold(user, commit):
+                raise ConditionFailed("the facts or their counts changed", changed)
+            if any(entry.job.job_id in self._jobs.jobs for entry in commit.entries):
                 raise ConditionFailed("job exists")
-            self._jobs.add(job, generation)
-            user.facts[fact.id] = (fact, generation)
+            for entry in commit.entries:
+                self._jobs.add(entry.job, commit.generation)
+                if entry.fact is not None:
+                    user.facts[entry.fact_id] = (entry.fact, commit.generation)
+                    user.sizes[entry.fact_id] = entry.size
+            base = FactCounts() if commit.rebase_from is not None else user.counts
+            assert base is not None  # `_counts_hold` refused a change of counts that do not exist
+            user.counts = base + commit.change
+            user.revision += 1
+            if commit.more_follow:
+                user.settling_until = self.now() + FACT_SETTLE_S
+            self.fact_commits += 1
 
-    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
+    def remove_fact(self, removal: FactRemoval) -> None:
+        hook, self.before_fact = self.before_fact, None
+        if hook:
+            hook()
         with self._jobs.lock:
-            return self._user(tenant_id, user_id).facts.pop(fact_id, None) is not None
+            user = self._user(removal.tenant_id, removal.user_id)
+            if user.state.generation != removal.generation:
+                raise UserDeleted("the user was deleted")
+            if not self._holds(user, removal.fact_id, removal.expect):
+                raise ConditionFailed("the fact changed", frozenset({1}))
+            if (user.counts is None) != (removal.counts is None):
+                raise ConditionFailed("the counts changed", frozenset({0}))
+            del user.facts[removal.fact_id]
+            user.sizes.pop(removal.fact_id, None)
+            if user.counts is not None and removal.counts is not None:
+                user.counts = user.counts + -removal.counts
+            user.revision += 1
+
+    def _holds(self, user: _User, fact_id: str, expect: Present | Absent) -> bool:
+        stored = user.facts.get(fact_id)
+        live = stored is not None and stored[1] == user.state.generation
+        if isinstance(expect, Absent):
+            return not live
+        return live and user.sizes.get(fact_id) == expect.size
+
+    def _counts_hold(self, user: _User, commit: FactCommit) -> bool:
+        if commit.rebase_from is not None:
+            # Only a read of every fact, after the counts, is safe to rebase on (DynamoDB's reads
+            # of several items are not one snapshot).
+            assert commit.rebase_from in user.counted_reads, "a rebase decided on a partial read"
+            return commit.rebase_from == user.revision and user.settling_until <= self.now()
+        if user.counts is None:
+            return False
+        after = user.counts + commit.change
+        limits = commit.limits
+        return limits is None or (after.facts <= limits.facts and after.bytes <= limits.bytes)
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         with self._jobs.lock:
@@ -372,6 +442,9 @@ class FakeMemoryStore:
             generation = user.state.generation + 1
             user.state = MemoryState(generation=generation, version_floor=user.state.last_version)
             user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
+            user.sizes = {k: v for k, v in user.sizes.items() if k in user.facts}
+            user.counts, user.revision, user.settling_until = None, 0, 0.0
+            user.counted_reads = set()
             stored = self.episode_items.get((tenant_id, user_id), {})
             self.episode_items[(tenant_id, user_id)] = {k: v for k, v in stored.items() if v[1] >= generation}
             return generation

@@ -1,13 +1,13 @@
 """Forgetting a user forgets its jobs and Idempotency-Key records; the export gives back everything
-stored; a request writing facts holds them alone (docs/api.md "Forgetting a user", "Export", "Limits");
-no job stays open once its message is in the dead-letter queue."""
+stored (docs/api.md "Forgetting a user", "Export"); no job stays open once its message is in the
+dead-letter queue."""
 
 from typing import Any
 
 import pytest
 
 from hippocampus.api.queue_batch import condenser_function
-from hippocampus.contracts.errors import NotFound, WriteConflict
+from hippocampus.contracts.errors import NotFound
 from hippocampus.contracts.models import IngestRequest, JobError
 from tests.support.fakes import Ports, ScriptedModel
 from tests.support.lambda_harness import Context
@@ -122,32 +122,6 @@ def test_no_entry_comes_twice_when_history_grows_between_pages(ports):
         cursor = page.next_cursor
     versions = [v.version for page in [first, *rest] for v in page.history]
     assert versions == sorted(set(versions), reverse=True) and {1, 2, 3} <= set(versions)
-
-
-def test_a_request_waits_for_the_facts_another_request_holds_then_answers_409(ports):
-    assert ports.store.hold_facts(T, U, "another-request", seconds=60)
-    pauses: list[float] = []
-    service = ports.ingest()
-    service._sleep = pauses.append  # the wait, without waiting
-    with pytest.raises(WriteConflict):
-        service.ingest(
-            T, U, IngestRequest.model_validate({"items": [{"text": "Likes tea.", "infer": False}]}), "r"
-        )
-    assert sum(pauses) >= 5 and max(pauses) <= 0.5
-    assert ports.jobs.jobs == {} and ports.reads().get_memory(T, U).facts == []
-
-
-def test_a_request_of_turns_only_does_not_wait_for_the_facts(ports):
-    assert ports.store.hold_facts(T, U, "another-request", seconds=60)
-    assert ingest(ports, {"text": "I sell candles."})[0].status == "queued"
-
-
-def test_a_fact_request_lets_go_of_the_facts_even_when_refused(ports):
-    for index in range(200):
-        ingest(ports, {"id": f"f{index}", "text": "x", "infer": False})
-    with pytest.raises(Exception, match="at most 200 facts"):
-        ingest(ports, {"id": "one-more", "text": "x", "infer": False})
-    assert ports.store.leases == {}
 
 
 # --- dead letters -------------------------------------------------------------------------------

@@ -176,20 +176,19 @@ def test_upsert_false_after_a_delete_of_the_fact_writes_it_again(ports):
     assert facts(ports)["f1"]["text"] == "Back."
 
 
-def test_the_existence_check_reads_the_facts_under_the_lease(ports):
-    """A rival writing f1 while this request waits for the lease: the request sees f1 and skips it."""
-    hold = ports.store.hold_facts
+def test_the_existence_check_holds_at_the_commit_not_only_at_the_read(ports):
+    """A rival writes f1 between this request's read and its commit: the commit changes nothing, the
+    request reads again, sees f1 and skips it."""
 
-    def rival_first(tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
-        ports.store.hold_facts = hold
+    def rival_first() -> None:
         rival = IngestRequest.model_validate({"items": [fact("f1", "Rival.")]})
-        ports.ingest().ingest(tenant_id, user_id, rival, "rival")
-        return hold(tenant_id, user_id, lease, seconds)
+        ports.ingest().ingest("acme", "alice", rival, "rival")
 
-    ports.store.hold_facts = rival_first
+    ports.store.before_fact = rival_first
     request = IngestRequest.model_validate({"items": [fact("f1", "Mine.")], "upsert": False})
     [job] = ports.ingest().ingest("acme", "alice", request, "mine").jobs
     assert job.status == "skipped" and facts(ports)["f1"]["text"] == "Rival."
+    assert len(ports.jobs.jobs) == 2  # the rival's and this one: the lost commit wrote no job
 
 
 def test_a_skipped_fact_does_not_count_towards_the_fact_limits(ports):

@@ -66,18 +66,13 @@ def job_put(
 
 
 def new_job_writes(
-    table: Table,
-    job: Job,
-    generation: int,
-    retention_s: int,
-    lease: str | None = None,
-    source: RawSource | None = None,
+    table: Table, job: Job, generation: int, retention_s: int, source: RawSource | None = None
 ) -> list[dict[str, Any]]:
     """A new job, its reference and the generation check (in this order: `UserDeleted` reads it)."""
     return [
         job_put(table, job, generation, retention_s, source),
         job_ref_put(table, job, generation, retention_s),
-        generation_check(table.name, job.tenant_id, job.user_id, generation, lease),
+        generation_check(table.name, job.tenant_id, job.user_id, generation),
     ]
 
 

@@ -1,31 +1,34 @@
-"""MemoryStore on the DynamoDB table: the summary item, the facts and the tombstone of each user."""
+"""MemoryStore on the DynamoDB table: the summary item, the facts (and their counts) and the
+tombstone of each user."""
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from hippocampus.adapters.dynamodb_episodes import episode_put
-from hippocampus.adapters.dynamodb_jobs import job_update, new_job_writes, raise_if_deleted
+from hippocampus.adapters.dynamodb_facts import FactCommits
+from hippocampus.adapters.dynamodb_jobs import job_update
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
     EPISODE_PREFIX,
+    FACT_BYTES,
+    FACT_COUNT,
     FACT_PREFIX,
-    FACT_WRITER,
-    FACT_WRITER_UNTIL,
+    FACT_REVISION,
+    FACT_SIZE,
+    FACTS_SETTLING_UNTIL,
     MEMORY_SK,
     Table,
-    is_condition_failure,
     iso,
     key,
     plain_item,
     user_pk,
     values,
 )
-from hippocampus.contracts.errors import ConditionFailed
-from hippocampus.contracts.models import Fact, Job
+from hippocampus.contracts.fact_ports import FactCommit, FactCounts, FactLedger, FactRemoval, StoredFact
+from hippocampus.contracts.models import Fact
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
@@ -39,6 +42,7 @@ class DynamoMemoryStore:
         self._table = table
         self._memory_ttl_s = memory_ttl_days * DAY_S if memory_ttl_days else None
         self._job_retention_s = job_retention_days * DAY_S
+        self._facts = FactCommits(table, self._memory_ttl_s, self._job_retention_s, self.read_generation)
 
     def read_memory(self, tenant_id: str, user_id: str, with_facts: bool) -> tuple[MemoryState, list[Fact]]:
         pk = user_pk(tenant_id, user_id)
@@ -122,86 +126,43 @@ class DynamoMemoryStore:
         ]
         self._table.transact([memory_update, *ledger, *episodes])
 
-    def put_fact(
-        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
-    ) -> None:
+    # --- facts: counted on the memory item, written without a lock (docs/architecture.md "Fact limits")
+
+    def read_facts(self, tenant_id: str, user_id: str, fact_ids: Collection[str] | None = None) -> FactLedger:
         pk = user_pk(tenant_id, user_id)
-        fact_item: dict[str, Any] = {
-            PK: pk,
-            SK: FACT_PREFIX + fact.id,
-            "id": fact.id,
-            "text": fact.text,
-            # JSON text: metadata may hold floats, which DynamoDB maps cannot take as they are.
-            "metadata": json.dumps(fact.metadata, separators=(",", ":")),
-            "additional_metadata": json.dumps(fact.additional_metadata, separators=(",", ":")),
-            "is_markdown": fact.is_markdown,
-            "updated_at": iso(fact.updated_at),
-            "generation": generation,
-        }
-        if fact.title is not None:
-            fact_item["title"] = fact.title
-        if self._memory_ttl_s:
-            fact_item[TTL] = self._table.epoch() + self._memory_ttl_s
-        # Written only while the user is not deleted and this request holds the facts for writing.
-        writes = new_job_writes(self._table, job, generation, self._job_retention_s, lease)
-        try:
-            self._table.transact(
-                [*writes, {"Put": {"TableName": self._table.name, "Item": values(fact_item)}}]
-            )
-        except ConditionFailed as failure:
-            raise_if_deleted(failure, check_at=2)
-            raise
+        if fact_ids is None:
+            # The memory item first: a fact committed after this read bumps the revision it holds.
+            memory_raw = self._get_memory_item(pk)
+            raws = list(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
+        else:  # the memory item and the facts named, whatever else the user holds
+            keys = [key(pk, MEMORY_SK)] + [key(pk, FACT_PREFIX + fact_id) for fact_id in set(fact_ids)]
+            raws = self._table.batch_get(keys)
+            memory_raw = next((raw for raw in raws if raw[SK]["S"] == MEMORY_SK), None)
+        state = self.memory_state(memory_raw)
+        facts: dict[str, StoredFact] = {}
+        for raw in raws:
+            if not raw[SK]["S"].startswith(FACT_PREFIX) or self._table.expired(raw):
+                continue
+            if int(raw.get("generation", {}).get("N", "0")) != state.generation:
+                continue  # of a generation a delete is still erasing: not the user's
+            item = plain_item(raw)
+            size = int(item[FACT_SIZE]) if FACT_SIZE in item else None
+            facts[item["id"]] = StoredFact(fact_of(item), size)
+        memory = plain_item(memory_raw) if memory_raw else {}
+        counts = None
+        if FACT_COUNT in memory:
+            counts = FactCounts(int(memory[FACT_COUNT]), int(memory.get(FACT_BYTES, 0)))
+        settling = int(memory.get(FACTS_SETTLING_UNTIL, 0)) > self._table.epoch()
+        revision = int(memory.get(FACT_REVISION, 0))
+        return FactLedger(
+            state.generation, state.version, dict(sorted(facts.items())), counts, revision, settling
+        )
 
-    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
-        try:
-            self._table.client().update_item(
-                TableName=self._table.name,
-                Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
-                # The generation is set too: a user known only by a lease is a user at generation 0.
-                UpdateExpression="SET #w = :lease, #u = :until, #g = if_not_exists(#g, :zero)",
-                ConditionExpression="attribute_not_exists(#w) OR #u <= :now",
-                ExpressionAttributeNames={"#w": FACT_WRITER, "#u": FACT_WRITER_UNTIL, "#g": "generation"},
-                ExpressionAttributeValues=values(
-                    {
-                        ":lease": lease,
-                        ":until": self._table.epoch() + seconds,
-                        ":now": self._table.epoch(),
-                        ":zero": 0,
-                    }
-                ),
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
-        return True
+    def commit_facts(self, commit: FactCommit) -> None:
+        self._facts.commit(commit)
 
-    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
-        try:
-            self._table.client().update_item(
-                TableName=self._table.name,
-                Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
-                UpdateExpression="REMOVE #w, #u",
-                ConditionExpression="#w = :lease",
-                ExpressionAttributeNames={"#w": FACT_WRITER, "#u": FACT_WRITER_UNTIL},
-                ExpressionAttributeValues=values({":lease": lease}),
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise  # a lease that expired and was taken over is the new holder's now
-
-    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool:
-        try:
-            self._table.client().delete_item(
-                TableName=self._table.name,
-                Key=key(user_pk(tenant_id, user_id), FACT_PREFIX + fact_id),
-                ConditionExpression="attribute_exists(pk)",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
-        return True
+    def remove_fact(self, removal: FactRemoval) -> None:
+        self._facts.remove(removal)
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         pk = user_pk(tenant_id, user_id)
@@ -211,7 +172,9 @@ class DynamoMemoryStore:
             TableName=self._table.name,
             Key=key(pk, MEMORY_SK),
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, "
-            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, " + TTL,
+            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {TTL}, "
+            # The facts' counts go too: the next fact write counts the new life's facts.
+            f"{FACT_COUNT}, {FACT_BYTES}, {FACT_REVISION}, {FACTS_SETTLING_UNTIL}",
             ExpressionAttributeNames={"#m": "memory", "#g": "generation"},
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",

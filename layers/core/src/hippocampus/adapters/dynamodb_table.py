@@ -31,9 +31,14 @@ EPISODE_PREFIX: Final = "EPISODE#"
 EPISODE_COUNT: Final = "episode_count"
 JOB_SK: Final = "JOB"
 JOB_REF_PREFIX: Final = "JOB#"
-# On the memory item: the request holding the user's facts for writing, and until when (epoch s).
-FACT_WRITER: Final = "fact_writer"
-FACT_WRITER_UNTIL: Final = "fact_writer_until"
+# On the memory item: the user's fact counts, bumped with every change of the facts, and until when
+# (epoch s) a request written in several commits may still be writing (adapters/dynamodb_memory.py).
+FACT_COUNT: Final = "fact_count"
+FACT_BYTES: Final = "fact_bytes"
+FACT_REVISION: Final = "fact_revision"
+FACTS_SETTLING_UNTIL: Final = "facts_settling_until"
+# On a fact: the bytes it was counted with.
+FACT_SIZE: Final = "counted_bytes"
 DAY_S: Final = 86_400
 # BatchWriteItem takes at most 25 requests, BatchGetItem 100 keys.
 BATCH_WRITE_MAX: Final = 25
@@ -65,25 +70,16 @@ def key(pk: str, sk: str) -> dict[str, Any]:
     return {PK: {"S": pk}, SK: {"S": sk}}
 
 
-def generation_check(
-    table_name: str, tenant_id: str, user_id: str, generation: int, lease: str | None = None
-) -> dict[str, Any]:
-    """The `ConditionCheck` that the user is still at `generation` (no delete since the request read
-    it) and, with `lease`, that this request still holds the user's facts for writing."""
+def generation_check(table_name: str, tenant_id: str, user_id: str, generation: int) -> dict[str, Any]:
+    """The `ConditionCheck` that the user is still at `generation` (no delete since the request read it)."""
     condition = "attribute_not_exists(pk) OR #g = :gen" if generation == 0 else "#g = :gen"
-    names = {"#g": "generation"}
-    plain: dict[str, Any] = {":gen": generation}
-    if lease is not None:
-        condition = f"({condition}) AND #w = :lease"
-        names["#w"] = FACT_WRITER
-        plain[":lease"] = lease
     return {
         "ConditionCheck": {
             "TableName": table_name,
             "Key": key(user_pk(tenant_id, user_id), MEMORY_SK),
             "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values(plain),
+            "ExpressionAttributeNames": {"#g": "generation"},
+            "ExpressionAttributeValues": values({":gen": generation}),
         }
     }
 

@@ -91,7 +91,7 @@ INGEST: Final = responses(
     {202: success("Accepted: one job per item, in item order")},
     {
         409: "`idempotency_conflict` (the key was used with another body, or is in progress) "
-        "or `write_conflict` (another request held the user's facts; send again)",
+        "or `write_conflict` (the user's facts kept changing under the request for 3 s, or the user was deleted twice during it: send again)",
         422: REQUEST_ERRORS[422] + ", or `limit_exceeded`: facts per user or in total",
     },
 )

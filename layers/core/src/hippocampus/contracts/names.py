@@ -35,9 +35,13 @@ INGEST_TIMEOUT_S: Final = 15
 # retried once: both attempts and the partition's read fit its timeout.
 RECALL_TIMEOUT_S: Final = 10
 RECALL_EMBEDDING_TIMEOUT_S: Final = 3.0
-# A request writing a user's facts holds them this long at most: longer than the ingest function
-# can run, so a holder never outlives its hold (docs/api.md "Limits").
-FACT_WRITE_LEASE_S: Final = INGEST_TIMEOUT_S + 5
+# A request writing facts tries again for this long at most when concurrent writers changed the
+# user's facts under it, so an ingest answers well within the client's 10 s write timeout
+# (docs/architecture.md "Fact limits").
+FACT_WRITE_RETRY_S: Final = 3.0
+# A request written in several commits (over 33 facts) ends within this (the ingest function's
+# timeout, and a margin): until then the user's fact counts are not rebased.
+FACT_SETTLE_S: Final = INGEST_TIMEOUT_S + 5
 QUEUE_VISIBILITY_TIMEOUT_S: Final = CONDENSER_TIMEOUT_S * VISIBILITY_TO_TIMEOUT_RATIO
 QUEUE_RETENTION_DAYS: Final = 4
 # How often the condenser's scheduled pass closes the jobs of dead-lettered messages.

@@ -4,12 +4,13 @@ Adapters implement them; the composition root hands them to the domain services,
 hand in the in-memory fakes of tests/support/fakes.py.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from hippocampus.contracts.fact_ports import FactCommit, FactLedger, FactRemoval
 from hippocampus.contracts.models import (
     CondenseMessage,
     EpisodePlace,
@@ -117,24 +118,25 @@ class MemoryStore(Protocol):
         transaction (the applied-job ledger); raises ConditionFailed when another writer won."""
         ...
 
-    def put_fact(
-        self, tenant_id: str, user_id: str, fact: Fact, job: Job, generation: int, lease: str
-    ) -> None:
-        """Store the fact and its completed job in one transaction, while the user is still at
-        `generation` and `lease` holds its facts; raises UserDeleted (and writes nothing) when a
-        delete came first, ConditionFailed when the lease was lost."""
+    def read_facts(self, tenant_id: str, user_id: str, fact_ids: Collection[str] | None = None) -> FactLedger:
+        """The user's fact counts and the live facts among `fact_ids` (one batch read, whatever
+        the user holds), as a fact write decides on them. With `fact_ids` None, every live fact,
+        and the memory item read before them, so that every fact counted at the revision read is
+        among them: what a rebase of the counts is decided on."""
         ...
 
-    def hold_facts(self, tenant_id: str, user_id: str, lease: str, seconds: int) -> bool:
-        """Hold the user's facts for writing under `lease` for `seconds`, unless another live lease
-        holds them (then False)."""
+    def commit_facts(self, commit: FactCommit) -> None:
+        """One atomic write of every entry (its job, and its fact when it has one) and of the change
+        of the counts, if the user is still at `commit.generation` (else UserDeleted, nothing
+        written), every entry's `expect` holds and the counts stay within `limits` (else
+        ConditionFailed, nothing written, whose `failed` holds the entries whose `expect` failed:
+        empty when it was the counts, or a concurrent transaction). At most MAX_FACT_ENTRIES."""
         ...
 
-    def release_facts(self, tenant_id: str, user_id: str, lease: str) -> None:
-        """Let go of `lease` (nothing happens if it is no longer the holder)."""
+    def remove_fact(self, removal: FactRemoval) -> None:
+        """Delete the fact and take it off the counts in one transaction, if the user is still at
+        the generation and the fact as expected (else ConditionFailed, nothing changed)."""
         ...
-
-    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> bool: ...
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         """Tombstone the user (new generation), remove its older facts; return the new generation."""

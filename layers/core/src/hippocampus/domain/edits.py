@@ -1,5 +1,8 @@
 """Edits by hand: replace the summary (PUT), forget the user (DELETE), delete one fact."""
 
+import time
+from collections.abc import Callable
+
 from hippocampus.contracts.errors import (
     ConditionFailed,
     LimitExceeded,
@@ -7,11 +10,14 @@ from hippocampus.contracts.errors import (
     ValidationFailed,
     VersionConflict,
 )
+from hippocampus.contracts.fact_ports import FactCounts, FactRemoval, Present
 from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.fact_rules import stored_size
+from hippocampus.domain.fact_writes import Backoff
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.reads import MemoryRead, memory_body
 from hippocampus.observability import MetricName, logger, record_metric
@@ -26,8 +32,10 @@ class EditService:
         tracing: Tracing,
         max_words: int,
         clock: Clock = utc_now,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
+        self._sleep = sleep
         self._jobs = jobs
         self._archive = archive
         self._history = HistoryArchive(store, archive, tracing)
@@ -89,7 +97,22 @@ class EditService:
         logger.info("user forgotten", extra={"tenant_id": tenant_id})
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
-        with self._tracing.span("dynamodb.delete_fact", tenant_id=tenant_id):
-            deleted = self._store.delete_fact(tenant_id, user_id, fact_id)
-        if not deleted:
-            raise NotFound(f"fact '{fact_id}' was not found")
+        """Delete the fact and take it off the user's fact counts in one transaction; decided again
+        on a new read when a concurrent writer changed it meanwhile (domain/fact_writes.py)."""
+        backoff = Backoff(self._sleep)
+        while True:
+            with self._tracing.span("dynamodb.read_facts", tenant_id=tenant_id):
+                ledger = self._store.read_facts(tenant_id, user_id, [fact_id])
+            stored = ledger.facts.get(fact_id)
+            if stored is None:
+                raise NotFound(f"fact '{fact_id}' was not found")
+            counts = FactCounts(1, stored_size(stored)) if ledger.counts is not None else None
+            removal = FactRemoval(
+                tenant_id, user_id, ledger.generation, fact_id, Present(stored.size), counts
+            )
+            try:
+                with self._tracing.span("dynamodb.remove_fact", tenant_id=tenant_id):
+                    self._store.remove_fact(removal)
+                return
+            except ConditionFailed:
+                backoff.wait()

@@ -1,4 +1,5 @@
-"""Ingestion (POST …/memory): facts are stored at once, turns are queued for the condenser.
+"""Ingestion (POST …/memory): facts are stored at once (domain/fact_writes.py), turns are queued
+for the condenser.
 
 "Deletion wins" (docs/architecture.md) with one read of the memory item: the raw payload is
 stored under the generation that read found, and a delete erases only the generations before its
@@ -12,10 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted, WriteConflict
+from hippocampus.contracts.errors import DependencyUnavailable, UserDeleted, WriteConflict
 from hippocampus.contracts.models import (
     CondenseMessage,
-    Fact,
     IngestItem,
     IngestRequest,
     Job,
@@ -26,14 +26,12 @@ from hippocampus.contracts.ports import (
     ArchiveStore,
     JobQueue,
     JobStore,
-    MemoryState,
     MemoryStore,
     RawSource,
     Tracing,
 )
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.fact_lease import facts_held
-from hippocampus.domain.fact_rules import FACT_EXISTS, check_fact_limits, facts_not_replaced
+from hippocampus.domain.fact_writes import FactWriter
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
 from hippocampus.observability import MetricName, logger, record_metric
 
@@ -63,7 +61,7 @@ class IngestService:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
-        self._sleep = sleep
+        self._facts = FactWriter(store, tracing, clock, sleep)
         self._jobs = jobs
         self._archive = archive
         self._queue = queue
@@ -92,44 +90,32 @@ class IngestService:
         for index, item in enumerate(items):
             if item.infer:
                 turns[index] = _Turn(len(turns), item)
-        if len(turns) == len(items):  # turns only: no facts to hold
-            return self._accept_all(tenant_id, user_id, items, turns, request_id, None, upsert)
-        with facts_held(self._store, tenant_id, user_id, self._sleep) as lease:
-            return self._accept_all(tenant_id, user_id, items, turns, request_id, lease, upsert)
-
-    def _accept_all(
-        self,
-        tenant_id: str,
-        user_id: str,
-        items: list[IngestItem],
-        turns: dict[int, _Turn],
-        request_id: str,
-        lease: str | None,
-        upsert: bool,
-    ) -> JobsResponse:
-        with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
-            state, facts = self._store.read_memory(tenant_id, user_id, with_facts=lease is not None)
-        # Decided on the facts read under the lease, so no other request's fact lands in between.
-        kept = facts_not_replaced(items, facts, upsert)
-        if lease is not None:  # before anything is written: a 422 changes nothing
-            check_fact_limits([item for index, item in enumerate(items) if index not in kept], facts)
-        raw_key = self._store_raw(tenant_id, user_id, state.generation, request_id, list(turns.values()))
+        facts = [(index, item) for index, item in enumerate(items) if index not in turns]
+        fact_jobs: dict[int, Job] = {}
+        stored_facts = 0
+        if facts:  # first: a request refused for a fact limit writes nothing, its turns included
+            written = self._facts.write(tenant_id, user_id, facts, upsert)
+            generation, fact_jobs, stored_facts = written.generation, written.jobs, written.stored
+        else:
+            with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
+                generation = self._store.read_memory(tenant_id, user_id, with_facts=False)[0].generation
+        raw_key = self._store_raw(tenant_id, user_id, generation, request_id, list(turns.values()))
         queued: list[tuple[_Turn, Job]] = []
         try:
-            jobs = self._accept(tenant_id, user_id, items, turns, state, queued, lease, raw_key, kept)
+            jobs = self._accept(tenant_id, user_id, items, turns, generation, queued, raw_key, fact_jobs)
         except Exception:
             self._undo(tenant_id, queued, raw_key)
             raise
         if queued:
             try:
-                self._send(tenant_id, user_id, queued, state.generation, raw_key)
+                self._send(tenant_id, user_id, queued, generation, raw_key)
             except Exception:
                 # Some messages may be on the queue already: they still need the payload.
                 self._undo(tenant_id, queued, None)
                 raise
         elif raw_key is not None:
             self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
-        if len(items) > len(turns) + len(kept):  # facts were written: the condenser embeds them
+        if stored_facts:  # the condenser embeds them
             self._request_index(tenant_id, user_id, request_id)
         record_metric(MetricName.ITEMS_INGESTED, len(items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
@@ -158,47 +144,29 @@ class IngestService:
         user_id: str,
         items: list[IngestItem],
         turns: dict[int, _Turn],
-        state: MemoryState,
+        generation: int,
         queued: list[tuple[_Turn, Job]],
-        lease: str | None,
         raw_key: str | None,
-        kept: set[int],
+        fact_jobs: dict[int, Job],
     ) -> list[Job]:
-        """Create every item's job and write the facts but the `kept` ones (their job is `skipped`);
-        new turn jobs go to `queued`, to be sent."""
+        """Every item's job, in item order: the facts' are written already; new turn jobs go to
+        `queued`, to be sent."""
         now = self._clock()
         jobs: list[Job] = []
         for index, item in enumerate(items):
             turn = turns.get(index)
-            if index in kept:
-                jobs.append(self._skip_fact(tenant_id, user_id, item, state.generation, now))
-            elif turn is None:
-                assert lease is not None  # a request with facts holds the user's facts
-                jobs.append(self._write_fact(tenant_id, user_id, item, state, now, lease))
+            if turn is None:
+                jobs.append(fact_jobs[index])
+                continue
+            assert raw_key is not None  # turns always have a raw payload
+            source = RawSource(raw_key, turn.raw_index)
+            job, created = self._create_turn_job(tenant_id, user_id, item, generation, now, source)
+            if created:
+                queued.append((turn, job))
             else:
-                assert raw_key is not None  # turns always have a raw payload
-                source = RawSource(raw_key, turn.raw_index)
-                job, created = self._create_turn_job(tenant_id, user_id, item, state.generation, now, source)
-                if created:
-                    queued.append((turn, job))
-                else:
-                    record_metric(MetricName.DUPLICATES_SKIPPED)
-                jobs.append(job)
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+            jobs.append(job)
         return jobs
-
-    def _skip_fact(
-        self, tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime
-    ) -> Job:
-        """The `skipped` job of a fact that `upsert: false` leaves as it is; the fact is not touched."""
-        assert item.id is not None
-        job_id = job_id_for(tenant_id, user_id, item.id, uuid.uuid4().hex, generation)
-        job = new_job(tenant_id, user_id, item.id, job_id, now, "skipped").model_copy(
-            update={"error": FACT_EXISTS}
-        )
-        with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
-            stored, _ = self._jobs.create_job(job, generation)
-        record_metric(MetricName.DUPLICATES_SKIPPED)
-        return stored
 
     def _create_turn_job(
         self,
@@ -214,35 +182,6 @@ class IngestService:
         job = new_job(tenant_id, user_id, item.id, job_id, now)
         with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
             return self._jobs.create_job(job, generation, source)
-
-    def _write_fact(
-        self, tenant_id: str, user_id: str, item: IngestItem, state: MemoryState, now: datetime, lease: str
-    ) -> Job:
-        """The fact and its completed job in one transaction. Sending a fact again always writes it."""
-        assert item.id is not None and item.text is not None  # a fact always has text (IngestItem)
-        job_id = job_id_for(tenant_id, user_id, item.id, uuid.uuid4().hex, state.generation)
-        job = new_job(tenant_id, user_id, item.id, job_id, now, "completed").model_copy(
-            update={"memory_version": state.version}
-        )
-        fact = Fact(
-            id=item.id,
-            text=item.text,
-            metadata=item.metadata,
-            additional_metadata=item.additional_metadata,
-            title=item.title,
-            is_markdown=item.is_markdown,  # the text is stored as written, markdown or not
-            updated_at=now,
-        )
-        try:
-            with self._tracing.span("dynamodb.put_fact", tenant_id=tenant_id, job_id=job_id):
-                self._store.put_fact(tenant_id, user_id, fact, job, state.generation, lease)
-        except UserDeleted:
-            raise
-        except ConditionFailed as error:
-            # Only a holder that outlived its lease gets here (it is longer than the function's timeout).
-            raise WriteConflict("this request lost its hold on the user's facts; send it again") from error
-        record_metric(MetricName.FACTS_WRITTEN)
-        return job
 
     def _send(
         self,
