@@ -6,6 +6,8 @@ clean exit, bounds its queue and its wait at exit, and spools or reports what it
 import asyncio
 import json
 import logging
+import os
+import re
 import stat
 import subprocess
 import sys
@@ -29,6 +31,8 @@ from client_test_servers import (
 
 from hippocampus_client import MemoryClient
 from hippocampus_client.writer import Unsent
+
+CLIENT_ITEM_ID = re.compile(r"item-[0-9a-f]{32}")  # the id the writer gives an item without one
 
 SCRIPT = """
 import sys
@@ -262,9 +266,12 @@ def test_with_the_service_down_what_is_left_is_spooled_reported_and_sent_on_the_
     assert memory.close(5) is False
     assert time.monotonic() - started < 2, "the open circuit ends the wait at once"
     assert len(reported) == 1
-    assert sorted(reported[0]) == [Unsent("alice", ["a-0", "a-1", "a-2"]), Unsent("bob", ["b-0", None])]
+    bob = next(entry for entry in reported[0] if entry.user_id == "bob")
+    made = bob.item_ids[1]  # the client's id for the item given without one
+    assert isinstance(made, str) and CLIENT_ITEM_ID.fullmatch(made)
+    assert sorted(reported[0]) == [Unsent("alice", ["a-0", "a-1", "a-2"]), Unsent("bob", ["b-0", made])]
     assert "5 items unsent" in caplog.text and "item_ids=a-0,a-1,a-2" in caplog.text
-    assert "user_id=bob items=2 item_ids=b-0 (1 without id)" in caplog.text
+    assert f"user_id=bob items=2 item_ids=b-0,{made}" in caplog.text
     assert "private" not in caplog.text
     assert stat.S_IMODE(spool.stat().st_mode) == 0o600
     assert memory.writer_stats().unsent == 5
@@ -279,7 +286,7 @@ def test_with_the_service_down_what_is_left_is_spooled_reported_and_sent_on_the_
     with IngestServer() as server, MemoryClient(endpoint=server.url, tenant="acme") as again:
         assert again.flush(5)
         assert server.ids("alice") == ["a-0", "a-1", "a-2"]
-        assert server.ids("bob") == ["b-0", "private c"]
+        assert server.ids("bob") == ["b-0", made], "replayed under the same id: deduplicated if sent twice"
     assert [json.loads(line)["tenant_id"] for line in spool.read_text().splitlines()] == ["other"]
 
 
@@ -320,3 +327,89 @@ def test_async_adds_outlive_the_event_loop_that_made_them() -> None:
     gate.open.set()
     assert asyncio.run(memory.flush(5))
     assert gate.texts == ["turn 0", "turn 1", "turn 2"]
+
+
+def test_a_request_that_timed_out_is_sent_again_under_the_same_item_ids() -> None:
+    # The first request is applied, but answered too late: the client timed out and sends it
+    # again. The service deduplicates by item id: the resend must carry the same ids.
+    received: list[list[dict[str, Any]]] = []
+
+    def late_first(method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        received.append(json.loads(body)["items"])
+        if len(received) == 1:
+            time.sleep(1.0)  # applied, but the answer comes after the client's 0.3 s
+        return json_answer(202, {"jobs": [job_body()]})
+
+    with (
+        RecordingServer(late_first) as server,
+        MemoryClient(endpoint=server.url, tenant="acme", write_timeout=0.3, breaker_cooldown=0) as memory,
+    ):
+        memory.add("alice", [{"text": "no id"}, {"text": "has one", "id": "t-1"}])
+        assert memory.flush(20)
+    assert len(received) == 2, "the timed-out request was sent again"
+    assert received[0] == received[1], "the same items, under the same ids"
+    made = received[0][0].get("id")
+    assert isinstance(made, str) and CLIENT_ITEM_ID.fullmatch(made)
+    assert received[0][1]["id"] == "t-1"
+
+
+def spool_lines(path: Path, ids: list[str]) -> None:
+    with path.open("a") as file:
+        for item_id in ids:
+            line = {"tenant_id": "acme", "user_id": "alice", "items": [{"text": "x", "id": item_id}]}
+            file.write(json.dumps(line | {"upsert": True}) + "\n")
+
+
+def claimed_files(spool: Path) -> list[Path]:
+    return list(spool.parent.glob(f"{spool.name}.*.sending"))
+
+
+def wait_until(condition: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(condition())
+
+
+DIES_AFTER_CLAIMING = """
+import os, sys
+from hippocampus_client import MemoryClient
+MemoryClient(endpoint=sys.argv[1], tenant="acme", spool_path=sys.argv[2])  # claims the spool
+os._exit(0)  # dies before sending anything: no close, no exit flush
+"""
+
+
+def test_a_spool_claimed_by_a_process_that_died_before_sending_is_sent_by_the_next_start(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "unsent.jsonl"
+    spool_lines(spool, ["s-0", "s-1", "s-2"])
+    dead = f"http://127.0.0.1:{closed_port()}"
+    command = [sys.executable, "-c", DIES_AFTER_CLAIMING, dead, str(spool)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert finished.returncode == 0, finished.stderr
+    assert not spool.exists() and len(claimed_files(spool)) == 1, "claimed, and kept until delivered"
+    with (
+        IngestServer() as server,
+        MemoryClient(endpoint=server.url, tenant="acme", spool_path=spool) as memory,
+    ):
+        assert memory.flush(10)
+        assert server.ids("alice") == ["s-0", "s-1", "s-2"]
+        assert wait_until(lambda: not claimed_files(spool)), "delivered: the claimed file is deleted"
+
+
+def test_a_claim_is_kept_while_its_client_lives_and_spooled_again_at_its_close(tmp_path: Path) -> None:
+    spool = tmp_path / "unsent.jsonl"
+    spool_lines(spool, ["s-0", "s-1"])
+    dead = f"http://127.0.0.1:{closed_port()}"
+    holder = MemoryClient(endpoint=dead, tenant="acme", spool_path=spool)  # claims it, cannot send
+    with IngestServer() as server:
+        with MemoryClient(endpoint=server.url, tenant="acme", spool_path=spool) as other:
+            assert other.flush(5) and server.ids("alice") == [], "a live client's claim is not taken"
+        assert len(claimed_files(spool)) == 1
+        holder.close(0)
+        assert not claimed_files(spool) and spool.exists(), "spooled again: the claimed file goes"
+        with MemoryClient(endpoint=server.url, tenant="acme", spool_path=spool) as again:
+            assert again.flush(10)
+            assert server.ids("alice") == ["s-0", "s-1"]
+    assert wait_until(lambda: os.listdir(tmp_path) == []), "all delivered: no spool, no claimed file"

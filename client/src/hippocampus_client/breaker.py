@@ -44,16 +44,26 @@ class CircuitBreaker:
         self._trial = False  # the one request let through after the cool-down is in flight
 
     @contextmanager
-    def guard(self) -> Iterator[None]:
+    def guard(self, full_budget: bool = True) -> Iterator[None]:
         """Around one request: raises `CircuitOpenError` instead of sending while open, and
         learns from how the request ends. Works around awaited code as well (the lock is never
-        held while the request runs)."""
+        held while the request runs).
+
+        `full_budget=False`: the request had only what was left of a longer read's budget (a
+        later page, a late poll of `wait`); its timeout says the client ran out of time, not
+        that the service hangs, so it opens nothing. A failed connection still does."""
         if not self.cooldown:
             yield
             return
         trial = self._admit()
         try:
             yield
+        except RequestTimeoutError:
+            if not full_budget:
+                self._release(trial)
+                raise
+            self._opened(RequestTimeoutError.__name__)
+            raise
         except TRIPPING_ERRORS as error:
             self._opened(type(error).__name__)
             raise

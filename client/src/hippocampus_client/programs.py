@@ -141,11 +141,16 @@ class Pages:
     """The cursors of one paged read: all pages within one budget, no cursor followed twice."""
 
     def __init__(self, budget: float) -> None:
+        self.budget = budget
         self.deadline = time.monotonic() + budget
         self.seen: set[str] = set()
 
     def remaining(self) -> float:
-        """The budget left for the next page; `RequestTimeoutError` when none is."""
+        """The budget of the next page: the whole read's for the first, what is left for a later
+        one; `RequestTimeoutError` when nothing is. Only a page given a whole read budget may open
+        the circuit breaker when it times out (retry.py, `has_full_budget`)."""
+        if not self.seen:
+            return self.budget
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise RequestTimeoutError("the pages did not all arrive within the time budget")

@@ -34,8 +34,16 @@ class Policy:
     max_retries: int = 2
 
     def budget(self, call: Call) -> float:
-        own = self.write_timeout if call.kind == WRITE else self.timeout
+        own = self.own_budget(call)
         return own if call.budget is None else min(own, call.budget)
+
+    def own_budget(self, call: Call) -> float:
+        return self.write_timeout if call.kind == WRITE else self.timeout
+
+    def has_full_budget(self, call: Call) -> bool:
+        """Whether `call` gets its kind's whole budget: only then does its timeout open the
+        circuit breaker (a shortened one, the rest of a paged read's, says nothing of the service)."""
+        return call.budget is None or call.budget >= self.own_budget(call)
 
 
 def retry_after(reply: Reply) -> float | None:
@@ -74,7 +82,7 @@ class SyncSender:
         self.breaker = breaker
 
     def send(self, call: Call) -> Reply:
-        with self.breaker.guard():
+        with self.breaker.guard(self.policy.has_full_budget(call)):
             return self._send(call)
 
     def _send(self, call: Call) -> Reply:
@@ -98,7 +106,7 @@ class AsyncSender:
         self.breaker = breaker
 
     async def send(self, call: Call) -> Reply:
-        with self.breaker.guard():
+        with self.breaker.guard(self.policy.has_full_budget(call)):
             return await self._send(call)
 
     async def _send(self, call: Call) -> Reply:

@@ -5,18 +5,31 @@ appended to the spool file, one JSON line per `add` (tenant, user, items, upsert
 key), and sent by the next client of that tenant made with the same `spool_path`. The file holds
 the items' content, so it is created readable by its owner only (0600).
 
-A client claims the whole file at start by renaming it (atomic: of several processes starting
-together, one gets each line), queues its tenant's lines ahead of any new `add`, and puts the
-other tenants' lines back. Claimed lines are queued like any `add`: if that client cannot send
-them either, its own close writes them to the spool again.
+A client claims the whole file at start by renaming it to `<spool>.<pid>-<random>.sending`
+(atomic: of several processes starting together, one gets each line), queues its tenant's lines
+ahead of any new `add`, and puts the other tenants' lines back. It holds an exclusive `flock` on
+the claimed file and deletes it only once every claimed line was delivered (sent, or refused by
+the service), or was written to the spool again by its own close. A claimed file nobody holds a
+lock on was left by a process that died first (`kill -9`, `os._exit`, a crash): the next client
+made with that spool path claims it as well. Such a file may hold lines already sent, and the
+other tenants' lines it had put back: sent again, each is deduplicated by the service (every
+spooled item has an id, writer.py, or the `add` an Idempotency-Key). Without `fcntl` (Windows)
+an abandoned claimed file is not picked up.
 """
 
+import contextlib
 import json
 import logging
 import os
 import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; abandoned claims are not taken over
+    fcntl = None  # type: ignore[assignment]
 
 from . import calls
 from .calls import Call
@@ -49,28 +62,126 @@ def append(path: Path, lines: list[dict[str, Any]]) -> None:
         os.close(descriptor)
 
 
-def claim(path: Path, tenant: str) -> list[Call]:
-    """The spooled calls of `tenant`, taken out of the file; [] when there is none."""
-    claimed = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.sending")
+@dataclass
+class Claim:
+    """The calls of one tenant taken from the spool, and the claimed files that hold them."""
+
+    calls: list[Call] = field(default_factory=list)
+    _files: list[tuple[int, Path]] = field(default_factory=list)  # (locked descriptor, path)
+
+    def hold(self, source: tuple[int, Path], calls: list[Call]) -> None:
+        """Keep `source` (locked) until `release`; a file with none of this tenant's lines goes now."""
+        self.calls += calls
+        self._files.append(source)
+        if not calls:
+            self._delete(source)
+
+    def release(self) -> None:
+        """Every claimed call was delivered or spooled again: delete the claimed files."""
+        while self._files:
+            self._delete(self._files[-1])
+
+    def _delete(self, source: tuple[int, Path]) -> None:
+        descriptor, claimed = source
+        with contextlib.suppress(OSError):
+            claimed.unlink()
+        os.close(descriptor)  # after the unlink: no one takes over a file being deleted
+        self._files.remove(source)
+
+    def forget(self) -> None:
+        """In a forked child: let go of the parent's claim without touching its files."""
+        for descriptor, _ in self._files:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        self._files.clear()
+
+
+def claim(path: Path, tenant: str) -> Claim:
+    """The spooled calls of `tenant`: the spool file's, and those of claimed files whose owner
+    died; each file is kept, locked, until `release`. An empty claim when there is none."""
+    taken = Claim()
+    # The abandoned claims first: their lines are older than the spool file's.
+    abandoned = [_take_over(claimed) for claimed in sorted(path.parent.glob(f"{path.name}.*.sending"))]
+    sources = [*abandoned, _claim_spool(path)]
+    for source in sources:
+        mine = None if source is None else _read_claimed(path, tenant, source)
+        if source is not None and mine is not None:
+            taken.hold(source, mine)
+    if taken.calls:
+        logger.info(
+            "hippocampus spool %s: %d requests of tenant_id=%s queued again", path, len(taken.calls), tenant
+        )
+    return taken
+
+
+def _claimed_name(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.sending")
+
+
+def _locked(descriptor: int) -> bool:
+    """Take the file's exclusive lock without waiting; False when another holds it."""
+    if fcntl is None:
+        return True
     try:
-        path.replace(claimed)
-    except FileNotFoundError:
-        return []
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _open_locked(candidate: Path) -> int | None:
+    """A descriptor of `candidate` holding its lock, None when absent or held by another."""
+    try:
+        descriptor = os.open(candidate, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        # Locked, and still the file of that name (not one deleted, or replaced, meanwhile).
+        if _locked(descriptor) and candidate.stat().st_ino == os.fstat(descriptor).st_ino:
+            return descriptor
+    except OSError:
+        pass
+    os.close(descriptor)
+    return None
+
+
+def _claim_spool(path: Path) -> tuple[int, Path] | None:
+    descriptor = _open_locked(path)
+    if descriptor is None:
+        return None
+    claimed = _claimed_name(path)
+    try:
+        path.replace(claimed)  # the lock goes with the file
     except OSError as error:
         logger.warning("hippocampus spool %s not read: %s", path, type(error).__name__)
-        return []
+        os.close(descriptor)
+        return None
+    return descriptor, claimed
+
+
+def _take_over(candidate: Path) -> tuple[int, Path] | None:
+    """A claimed file whose owner died (nobody holds its lock); None when its owner is alive."""
+    if fcntl is None:
+        return None
+    descriptor = _open_locked(candidate)
+    if descriptor is not None:
+        logger.warning("hippocampus spool %s: left by a process that ended first, sent again", candidate)
+    return None if descriptor is None else (descriptor, candidate)
+
+
+def _read_claimed(path: Path, tenant: str, source: tuple[int, Path]) -> list[Call] | None:
+    """The tenant's calls of a claimed file, the others' put back; None (logged) when unreadable."""
+    descriptor, claimed = source
     try:
         mine, others, unreadable = _read(claimed, tenant)
         if others:
             append(path, others)
-        claimed.unlink()
     except OSError as error:
         logger.warning("hippocampus spool %s not read: %s (left in %s)", path, type(error).__name__, claimed)
-        return []
+        os.close(descriptor)
+        return None
     if unreadable:
-        logger.warning("hippocampus spool %s: %d unreadable lines skipped", path, unreadable)
-    if mine:
-        logger.info("hippocampus spool %s: %d requests of tenant_id=%s queued again", path, len(mine), tenant)
+        logger.warning("hippocampus spool %s: %d unreadable lines skipped", claimed, unreadable)
     return mine
 
 

@@ -10,7 +10,9 @@ What happens to a request:
 - accepted: its items are `sent`;
 - 429 or 503 (after the sender's own retries), a timeout, a refused connection, or skipped by
   the open circuit breaker: nothing is lost, the items go back to the head of their user's queue
-  and the thread backs off (the breaker holds every thread until its cool-down ends);
+  and the thread backs off (the breaker holds every thread until its cool-down ends); a request
+  that timed out may have been applied, so every item is given an id when queued (`_with_item_ids`):
+  sent again, it is deduplicated by the service instead of stored twice;
 - refused with a 4xx but 429: a merged request is split back into its `add`s, each sent alone,
   so one bad `add` does not take its neighbours down; an `add` refused alone is `failed`;
 - failed otherwise (500, 502, 504, an answer of the wrong shape): it may have been applied, so
@@ -20,6 +22,8 @@ What happens to a request:
 at all while the breaker is open; whatever is still held then, queued or in flight, is reported,
 ids only, in one log line and to `on_unsent`, and appended to the spool file when one is
 configured (spool.py). A request still in flight may yet arrive: it is reported all the same.
+What `resume` took from the spool keeps its claimed files until all of it was delivered or
+spooled again (`_settle_claim`).
 
 The async client uses these same threads: an asyncio task would be cancelled with its event loop
 (`asyncio.run` returning), losing what it still held, while a thread is still there at exit.
@@ -33,12 +37,13 @@ import os
 import random
 import threading
 import time
+import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import calls, spool
 from .breaker import CircuitBreaker
@@ -96,17 +101,21 @@ class _Add:
     items: int
     size: int  # bytes of its items as compact JSON
     alone: bool = False  # sent by itself: it has an Idempotency-Key, or its merged request was refused
+    from_spool: bool = False  # queued again from the spool: its claimed file is kept until it settles
 
     @classmethod
-    def of(cls, call: Call) -> "_Add":
+    def of(cls, call: Call, from_spool: bool = False) -> "_Add":
         items = call.fields.get("items") if call.action == "ingest" else None
         if not isinstance(items, list):
-            return cls(call, 1, 0, alone=True)
+            return cls(call, 1, 0, alone=True, from_spool=from_spool)
+        call = _with_item_ids(call, items)
+        items = call.fields["items"]
         try:
             size = len(encode_json(items))
         except (TypeError, ValueError):  # not JSON: sent alone, and refused by the transport
-            return cls(call, len(items), 0, alone=True)
-        return cls(call, len(items), size, alone=bool(call.headers))  # headers: an Idempotency-Key
+            return cls(call, len(items), 0, alone=True, from_spool=from_spool)
+        alone = bool(call.headers)  # headers: an Idempotency-Key
+        return cls(call, len(items), size, alone=alone, from_spool=from_spool)
 
     @property
     def key(self) -> UserKey:
@@ -129,6 +138,25 @@ class _Add:
         )
 
 
+def _with_item_ids(call: Call, items: list[Any]) -> Call:
+    """`call` with an id of the client's making on every item given without one.
+
+    A request that timed out may have been applied, and is sent again: the service derives an
+    item's job id from its id and content, so the same id makes the resend (or a spool replay)
+    return the original job, where an id the service made up would store the item twice. An `add`
+    with an Idempotency-Key keeps its body as given: the key names that exact body."""
+    if call.headers or not any(isinstance(item, dict) and item.get("id") is None for item in items):
+        return call
+    named = [
+        item | {"id": f"item-{uuid.uuid4().hex}"}
+        if isinstance(item, dict) and item.get("id") is None
+        else item
+        for item in items
+    ]
+    fields = call.fields
+    return calls.ingest(fields["tenant_id"], fields["user_id"], named, fields["upsert"], None)
+
+
 @dataclass
 class _Batch:
     """What one request sends: consecutive compatible `add`s of one user."""
@@ -146,6 +174,9 @@ class _Batch:
         head = self.adds[0].call.fields
         items = [item for add in self.adds for item in add.call.fields["items"]]
         return calls.ingest(head["tenant_id"], head["user_id"], items, head["upsert"], None)
+
+    def from_spool(self) -> int:
+        return sum(1 for add in self.adds if add.from_spool)
 
     def log_ids(self) -> str:
         ids = [str(i) for add in self.adds for i in add.item_ids() if i is not None]
@@ -176,6 +207,8 @@ class BackgroundWriter:
         self._queued = self._in_flight = 0
         self._threads: list[threading.Thread] = []
         self._stopped = False
+        self._claim: spool.Claim | None = None  # what `resume` took from the spool, kept until delivered
+        self._claim_left = 0  # its `add`s not yet delivered
 
     # --- handing over ----------------------------------------------------------------------------
 
@@ -183,23 +216,46 @@ class BackgroundWriter:
         """Queue `call`; False when it was dropped (queue full, or the writer closed)."""
         add = _Add.of(call)  # measured here, outside the lock
         with self._work:
-            if self._stopped or self._queued >= self.max_queue:
-                self._dropped += add.items
-                self._drops += 1
-                drops, dropped, queued, closed = self._drops, self._dropped, self._queued, self._stopped
-            else:
-                self._pending.setdefault(add.key, deque()).append(add)
-                self._queued += add.items
-                self._start()
-                self._work.notify()
+            if self._queue(add):
                 return True
+            drops, dropped, queued, closed = self._drops, self._dropped, self._queued, self._stopped
         _warn_dropped(drops, dropped, queued, closed)
         return False
 
-    def resume(self, spooled: Iterable[Call]) -> None:
-        """Queue what a previous process spooled, ahead of any new `add`."""
-        for call in spooled:
-            self.submit(call)
+    def _queue(self, add: _Add) -> bool:
+        """Queue `add` (the lock held); False, counted as dropped, when full or closed."""
+        if self._stopped or self._queued >= self.max_queue:
+            self._dropped += add.items
+            self._drops += 1
+            return False
+        self._pending.setdefault(add.key, deque()).append(add)
+        self._queued += add.items
+        self._start()
+        self._work.notify()
+        return True
+
+    def _settle_claim(self, settled: int = 0) -> None:
+        """`settled` spooled `add`s were delivered; the claimed files go once none is left."""
+        with self._work:
+            self._claim_left -= settled
+            claim = self._claim if self._claim_left <= 0 else None
+            if claim is not None:
+                self._claim = None
+        if claim is not None:
+            claim.release()
+
+    def resume(self, claim: spool.Claim) -> None:
+        """Queue what a previous process spooled, ahead of any new `add`; the claimed files are
+        deleted once all of it was delivered, or spooled again at close."""
+        with self._work:
+            self._claim, self._claim_left = claim, 0
+        for call in claim.calls:
+            add = _Add.of(call, from_spool=True)
+            with self._work:
+                if not self._queue(add):  # not queued: the files stay for the next start
+                    self._claim = None
+                self._claim_left += 1
+        self._settle_claim()
 
     def _start(self) -> None:
         while len(self._threads) < max(1, self.options.threads):
@@ -256,6 +312,7 @@ class BackgroundWriter:
     def _settle(self, batch: _Batch, error: Exception | None, holds: int) -> float | None:
         """Count the outcome, put back what is to be sent again; the pause before the next one."""
         pause: float | None = None
+        settled = 0  # spooled `add`s delivered by this request
         with self._work:
             self._busy.discard(batch.key)
             self._sending.remove(batch)
@@ -263,6 +320,7 @@ class BackgroundWriter:
             if error is None:
                 self._sent += batch.items
                 self._requests += 1
+                settled = batch.from_spool()
             elif _worth_again(error):
                 self._put_back(batch.adds)
                 pause = _backoff(error, holds)
@@ -272,9 +330,12 @@ class BackgroundWriter:
                 self._put_back(batch.adds)
             else:
                 self._failed += batch.items
+                settled = batch.from_spool()
                 _log_failed(batch, error)
             self._work.notify_all()
             self._changed.notify_all()
+        if settled:
+            self._settle_claim(settled)
         return pause
 
     def _put_back(self, adds: list[_Add]) -> None:
@@ -330,7 +391,9 @@ class BackgroundWriter:
         return sorted(left, key=_order_by_user(left))
 
     def _report(self, left: list[_Add]) -> None:
-        spooled = self._spool(left)
+        written, spooled = self._spool(left)
+        if written:  # the spooled adds left are in the spool again: their claimed files may go
+            self._settle_claim(sum(1 for add in left if add.from_spool))
         unsent = _by_user(left)
         logger.warning(
             "hippocampus background writer closed with %d items unsent (%s): %s",
@@ -342,16 +405,17 @@ class BackgroundWriter:
             except Exception as error:  # the application's callback must not break the exit
                 logger.warning("hippocampus on_unsent raised %s", type(error).__name__)
 
-    def _spool(self, left: list[_Add]) -> str:
+    def _spool(self, left: list[_Add]) -> tuple[bool, str]:
+        """Append `left` to the spool file: whether it was written, and the log's words for it."""
         path = self.options.spool_path
         if path is None:
-            return "not spooled: no spool_path"
+            return False, "not spooled: no spool_path"
         lines = [spool.spool_line(add.call) for add in left if add.call.action == "ingest"]
         try:
             spool.append(path, lines)
         except (OSError, TypeError, ValueError) as error:
-            return f"could not spool to {path}: {type(error).__name__}"
-        return f"spooled to {path}"
+            return False, f"could not spool to {path}: {type(error).__name__}"
+        return True, f"spooled to {path}"
 
     def stats(self) -> WriterStats:
         with self._work:
@@ -364,6 +428,8 @@ class BackgroundWriter:
         # A forked child has no writer thread: what was queued is the parent's to send, and the
         # child's exit must not wait for it. Later adds in the child start threads of their own.
         stopped = self._stopped
+        if self._claim is not None:
+            self._claim.forget()
         self._reset()
         self._stopped = stopped
 
