@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from hippocampus import wiring
+from hippocampus.adapters.dynamodb_job_creation import JOBS_PER_TRANSACTION
 from hippocampus.adapters.llm.offline import OfflineModel
 from tests.support.clients import ClientProxy, aws_error, fail, proxied_service
 
@@ -127,11 +128,12 @@ def test_a_condenser_write_that_loses_once_is_condensed_again_and_applied_once(b
     assert memory(service)["version"] == 2
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["first job", "second job"])
+@pytest.mark.parametrize("which", [0, 1], ids=["first transaction", "second transaction"])
 @pytest.mark.parametrize("code", THROTTLES)
 def test_a_throttled_job_creation_is_503_and_leaves_nothing_queued(build, clients, aws, code, which):
     service = build()
-    items = [{"id": "turn-1", "text": "Alice moved to Porto."}, {"id": "turn-2", "text": "Alice sells soap."}]
+    turns = 2 if which == 0 else JOBS_PER_TRANSACTION + 1  # a request's jobs share transactions
+    items = [{"id": f"turn-{n}", "text": f"Alice sells soap number {n}."} for n in range(1, turns + 1)]
     calls = iter(range(100))
     when = lambda **request: next(calls) == which  # noqa: E731
     fail(
@@ -141,11 +143,15 @@ def test_a_throttled_job_creation_is_503_and_leaves_nothing_queued(build, client
     assert response.status == 503 and response.body["error"]["code"] == "dependency_unavailable"
     assert service.receive() == []
     assert boto3.client("s3").list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/").get("KeyCount") == 0
-    if which == 1:  # the job created before the failure is not left `queued` with no message
-        assert stored_jobs(aws) == {"turn-1": ("failed", "dependency_unavailable")}
+    if which == 1:  # the jobs created before the failure are not left `queued` with no message
+        first = range(1, JOBS_PER_TRANSACTION + 1)
+        assert stored_jobs(aws) == {f"turn-{n}": ("failed", "dependency_unavailable") for n in first}
     again = service.call("POST", USER, {"items": items})  # the documented answer to a 5xx: repeat it
-    assert again.status == 202 and [j["status"] for j in again.body["jobs"]] == ["queued", "queued"]
-    assert len(service.receive()) == 2
+    assert again.status == 202 and [j["status"] for j in again.body["jobs"]] == ["queued"] * turns
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=aws.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert int(attributes["ApproximateNumberOfMessages"]) == turns
     assert all(job(service, j["job_id"])["status"] == "queued" for j in again.body["jobs"])
 
 

@@ -67,6 +67,7 @@ from hippocampus.contracts.ports import (
     MemoryState,
     MemoryWrite,
     MovedLetters,
+    NewJob,
     RawSource,
 )
 from hippocampus.contracts.recall import Episode, IndexMessage
@@ -143,6 +144,19 @@ class FakeJobStore:
             requeued = existing.model_copy(update={"status": "queued", "error": None, "memory_version": None})
             self.jobs[job.job_id] = requeued
             return requeued, True
+
+    def create_jobs(
+        self, new_jobs: Sequence[NewJob], generation: int, created: list[Job]
+    ) -> list[tuple[Job, bool]]:
+        """One after the other, as the real store settles its refused jobs: a repeated id finds the
+        first stored; a delete in between raises with the jobs written so far in `created`."""
+        answers: list[tuple[Job, bool]] = []
+        for new in new_jobs:
+            job, was_created = self.create_job(new.job, generation, new.source)
+            if was_created:
+                created.append(job)
+            answers.append((job, was_created))
+        return answers
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
         job = self.jobs.get(job_id)

@@ -2,7 +2,8 @@
 
 Each job is written together with its reference in the user's index partition and a check that
 the user was not deleted since the request read it, so a delete that sweeps the index after its
-tombstone finds every job of the generations it forgets (docs/architecture.md "Deletion wins").
+tombstone finds every job of the generations it forgets (docs/architecture.md "Deletion wins");
+those writes are in adapters/dynamodb_job_creation.py.
 """
 
 from collections.abc import Sequence
@@ -11,19 +12,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hippocampus.adapters.dynamodb_index import (
-    OPEN_JOBS_WALK,
-    job_ref_put,
-    open_message,
-    queue_order,
-    ref_job_id,
-)
+from hippocampus.adapters.dynamodb_index import OPEN_JOBS_WALK, open_message, queue_order, ref_job_id
+from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
+from hippocampus.adapters.dynamodb_job_creation import job_put as job_put
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     JOB_REF_PREFIX,
     JOB_SK,
     Table,
-    generation_check,
     index_pk,
     is_condition_failure,
     iso,
@@ -32,54 +28,10 @@ from hippocampus.adapters.dynamodb_table import (
     plain_item,
     values,
 )
-from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
+from hippocampus.contracts.job_ports import NewJob, RawSource
 from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
-from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
-from hippocampus.contracts.ports import RawSource
-
-_NOT_STORED = {PK, SK, TTL}
-
-
-def job_put(
-    table: Table, job: Job, generation: int, retention_s: int, source: RawSource | None = None
-) -> dict[str, Any]:
-    """The `Put` of a new job: only where no live job has this id (an expired one counts as absent)."""
-    item = job.model_dump(mode="json") | {
-        PK: job_pk(job.tenant_id, job.job_id),
-        SK: JOB_SK,
-        "generation": generation,
-        "attempt": 1,
-        TTL: table.epoch() + retention_s,
-    }
-    if source is not None:  # a turn: where its content is (the condenser may apply it early)
-        item |= {"raw_key": source.raw_key, "raw_index": source.raw_index}
-    return {
-        "Put": {
-            "TableName": table.name,
-            "Item": values({k: v for k, v in item.items() if v is not None}),
-            "ConditionExpression": f"attribute_not_exists(pk) OR {TTL} <= :now",
-            "ExpressionAttributeValues": values({":now": table.epoch()}),
-        }
-    }
-
-
-def new_job_writes(
-    table: Table, job: Job, generation: int, retention_s: int, source: RawSource | None = None
-) -> list[dict[str, Any]]:
-    """A new job, its reference and the generation check (in this order: `UserDeleted` reads it)."""
-    return [
-        job_put(table, job, generation, retention_s, source),
-        job_ref_put(table, job, generation, retention_s),
-        generation_check(table.name, job.tenant_id, job.user_id, generation),
-    ]
-
-
-def raise_if_deleted(failure: ConditionFailed, check_at: int) -> None:
-    """A transaction whose generation check (at position `check_at`) failed lost to a delete."""
-    if check_at in failure.failed:
-        raise UserDeleted("the user was deleted while the request ran", failure.failed) from failure
 
 
 def job_update(
@@ -121,63 +73,21 @@ class DynamoJobStore:
     def __init__(self, table: Table, retention_days: int = 30) -> None:
         self._table = table
         self.retention_s = retention_days * DAY_S
+        self._creation = JobCreation(table, self.retention_s)
 
     def create_job(self, job: Job, generation: int, source: RawSource | None = None) -> tuple[Job, bool]:
-        # A job that refused the put but is gone by the read (it expired in between) is put again:
-        # answering `job` unstored would report a queued job that exists nowhere and is never queued.
-        for _ in range(2):
-            try:
-                writes = new_job_writes(self._table, job, generation, self.retention_s, source=source)
-                self._table.transact(writes)
-                return job, True
-            except ConditionFailed as failure:
-                raise_if_deleted(failure, check_at=2)
-            existing = self.get_job(job.tenant_id, job.job_id)
-            if existing is not None:
-                break
-        else:
-            raise DependencyUnavailable(f"job {job.job_id} could not be created; send the item again")
-        if existing.status != "failed":
-            return existing, False
-        return self._requeue_failed(job, generation)
+        return self._creation.create_job(job, generation, source)
 
-    def _requeue_failed(self, job: Job, generation: int) -> tuple[Job, bool]:
-        """A failed job sent again gets another chance under the same id."""
-        try:
-            self._table.client().update_item(
-                TableName=self._table.name,
-                Key=key(job_pk(job.tenant_id, job.job_id), JOB_SK),
-                UpdateExpression="SET #s = :queued, updated_at = :at, #g = :gen, #a = #a + :one "
-                "REMOVE #e, memory_version",
-                ConditionExpression="#s = :failed",
-                ExpressionAttributeNames={"#s": "status", "#e": "error", "#g": "generation", "#a": "attempt"},
-                ExpressionAttributeValues=values(
-                    {
-                        ":queued": "queued",
-                        ":failed": "failed",
-                        ":at": iso(self._table.now()),
-                        ":gen": generation,
-                        ":one": 1,
-                    }
-                ),
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            return self.get_job(job.tenant_id, job.job_id) or job, False  # another request requeued it first
-        return self.get_job(job.tenant_id, job.job_id) or job, True
+    def create_jobs(
+        self, new_jobs: Sequence[NewJob], generation: int, created: list[Job]
+    ) -> list[tuple[Job, bool]]:
+        return self._creation.create_jobs(new_jobs, generation, created)
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
-        response = self._table.client().get_item(
-            TableName=self._table.name, Key=key(job_pk(tenant_id, job_id), JOB_SK), ConsistentRead=True
-        )
-        raw = response.get("Item")
-        return self._job(raw) if raw and not self._table.expired(raw) else None
+        return read_job(self._table, tenant_id, job_id)
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
-        keys = [key(job_pk(tenant_id, job_id), JOB_SK) for job_id in dict.fromkeys(job_ids)]
-        jobs = (self._job(raw) for raw in self._table.batch_get(keys) if not self._table.expired(raw))
-        return {job.job_id: job for job in jobs}
+        return read_jobs(self._table, tenant_id, job_ids)
 
     def set_job_status(
         self,
@@ -268,7 +178,3 @@ class DynamoJobStore:
                 raise
             return False  # it ended meanwhile: erased like every other finished job
         return True
-
-    @staticmethod
-    def _job(raw: dict[str, Any]) -> Job:
-        return Job.model_validate({k: v for k, v in plain_item(raw).items() if k not in _NOT_STORED})

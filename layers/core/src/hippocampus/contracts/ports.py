@@ -11,14 +11,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from hippocampus.contracts.fact_ports import FactCommit, FactLedger, FactRemoval
+from hippocampus.contracts.job_ports import JobStore as JobStore
+from hippocampus.contracts.job_ports import NewJob as NewJob
+from hippocampus.contracts.job_ports import RawSource as RawSource
 from hippocampus.contracts.models import (
     CondenseMessage,
     EpisodePlace,
     Fact,
     HistoryVersion,
-    Job,
-    JobError,
-    JobStatus,
 )
 from hippocampus.contracts.recall import Episode
 
@@ -42,14 +42,6 @@ class MemoryState:
     def last_version(self) -> int:
         """The version counter as stored: the next summary is `last_version + 1`."""
         return max(self.version, self.version_floor)
-
-
-@dataclass(frozen=True)
-class RawSource:
-    """Where an accepted turn's content is: its request's raw payload and its place in it."""
-
-    raw_key: str
-    raw_index: int
 
 
 @dataclass(frozen=True)
@@ -167,46 +159,6 @@ class EpisodeStore(Protocol):
         """Remove all but the newest `keep`, and set the memory's `episode_count` to what is left;
         return how many were removed."""
         ...
-
-
-class JobStore(Protocol):
-    """Ingestion jobs; `completed` doubles as the applied-job ledger."""
-
-    def create_job(self, job: Job, generation: int, source: RawSource | None = None) -> tuple[Job, bool]:
-        """Store a new job and return (job, True); a failed job with the same id is queued again.
-        `source`: where a turn's content is (the condenser may then apply it before its message).
-
-        If a live job with the same id exists, return (that job, False) untouched: a duplicate.
-        """
-        ...
-
-    def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
-
-    def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
-        """The jobs that exist among `job_ids`, by id, in one batch read."""
-        ...
-
-    def open_jobs(self, tenant_id: str, user_id: str, limit: int) -> list[CondenseMessage]:
-        """Among the user's `limit` newest jobs, the queued turns, oldest first, as queue messages."""
-        ...
-
-    def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
-        """Every job record kept of the user, newest first."""
-        ...
-
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
-        """Erase the user's jobs of the generations before `generation` (a job still queued or
-        processing is kept as `skipped`, its item id removed) and its Idempotency-Key records."""
-        ...
-
-    def set_job_status(
-        self,
-        tenant_id: str,
-        job_ids: Sequence[str],
-        status: JobStatus,
-        error: JobError | None = None,
-        memory_version: int | None = None,
-    ) -> None: ...
 
 
 class ArchiveStore(Protocol):

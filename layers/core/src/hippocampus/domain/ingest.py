@@ -27,6 +27,7 @@ from hippocampus.contracts.ports import (
     JobQueue,
     JobStore,
     MemoryStore,
+    NewJob,
     RawSource,
     Tracing,
 )
@@ -149,39 +150,55 @@ class IngestService:
         raw_key: str | None,
         fact_jobs: dict[int, Job],
     ) -> list[Job]:
-        """Every item's job, in item order: the facts' are written already; new turn jobs go to
-        `queued`, to be sent."""
-        now = self._clock()
-        jobs: list[Job] = []
-        for index, item in enumerate(items):
-            turn = turns.get(index)
-            if turn is None:
-                jobs.append(fact_jobs[index])
-                continue
-            assert raw_key is not None  # turns always have a raw payload
-            source = RawSource(raw_key, turn.raw_index)
-            job, created = self._create_turn_job(tenant_id, user_id, item, generation, now, source)
-            if created:
-                queued.append((turn, job))
-            else:
-                record_metric(MetricName.DUPLICATES_SKIPPED)
-            jobs.append(job)
-        return jobs
+        """Every item's job, in item order: the facts' are written already; the turns' are created
+        together, the new ones go to `queued`, to be sent."""
+        turn_jobs = self._create_turn_jobs(tenant_id, user_id, turns, generation, queued, raw_key)
+        return [turn_jobs[index] if index in turns else fact_jobs[index] for index in range(len(items))]
 
-    def _create_turn_job(
+    def _create_turn_jobs(
         self,
         tenant_id: str,
         user_id: str,
-        item: IngestItem,
+        turns: dict[int, _Turn],
         generation: int,
-        now: datetime,
-        source: RawSource,
-    ) -> tuple[Job, bool]:
+        queued: list[tuple[_Turn, Job]],
+        raw_key: str | None,
+    ) -> dict[int, Job]:
+        """Each turn's job, by item index; a job created is in `queued` as soon as it is written,
+        so that a failure on the way undoes it."""
+        if not turns:
+            return {}
+        assert raw_key is not None  # turns always have a raw payload
+        now = self._clock()
+        new_jobs = {
+            index: NewJob(
+                self._turn_job(tenant_id, user_id, turn.item, generation, now),
+                RawSource(raw_key, turn.raw_index),
+            )
+            for index, turn in turns.items()
+        }
+        created: list[Job] = []
+        try:
+            with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, jobs=len(new_jobs)):
+                outcomes = self._jobs.create_jobs(list(new_jobs.values()), generation, created)
+        except Exception:
+            turn_of = {new.job.job_id: turns[index] for index, new in reversed(new_jobs.items())}
+            queued += [(turn_of[job.job_id], job) for job in created]
+            raise
+        turn_jobs: dict[int, Job] = {}
+        for index, (job, was_created) in zip(new_jobs, outcomes, strict=True):
+            if was_created:
+                queued.append((turns[index], job))
+            else:
+                record_metric(MetricName.DUPLICATES_SKIPPED)
+            turn_jobs[index] = job
+        return turn_jobs
+
+    @staticmethod
+    def _turn_job(tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime) -> Job:
         assert item.id is not None
         job_id = job_id_for(tenant_id, user_id, item.id, content_hash(item), generation)
-        job = new_job(tenant_id, user_id, item.id, job_id, now)
-        with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, job_id=job_id):
-            return self._jobs.create_job(job, generation, source)
+        return new_job(tenant_id, user_id, item.id, job_id, now)
 
     def _send(
         self,
