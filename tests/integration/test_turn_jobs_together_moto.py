@@ -16,7 +16,7 @@ from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.sqs import SqsJobQueue
 from hippocampus.adapters.tracing import NoTracing
-from hippocampus.contracts.models import IngestRequest, Job
+from hippocampus.contracts.models import IngestRequest, Job, JobError
 from hippocampus.domain.edits import EditService
 from hippocampus.domain.ingest import IngestService
 from tests.support.clients import ClientProxy
@@ -120,3 +120,19 @@ def test_a_delete_between_two_transactions_of_jobs_wins(stack):
     assert {job.job_id for job in stack.jobs.list_user_jobs(T, U)} == {job.job_id for job in jobs}
     assert messages_on_queue(stack) == TURNS  # only the new life's: the old generation's never left
     assert stack.store.read_memory(T, U, with_facts=False)[0].memory is None
+
+
+def test_a_turn_twice_in_a_request_is_one_job_and_a_failed_one_sent_again_is_queued_again(stack):
+    first = send(stack, turns(0, 3))
+    failure = JobError(code="condensation_failed", message="the model failed")
+    stack.jobs.set_job_status(T, [first[1].job_id], "failed", failure)
+    t0, t1, t3 = turns(0, 1)[0], turns(1, 1)[0], turns(3, 1)[0]
+
+    jobs = send(stack, [t1, t3, t3, t0])
+
+    assert [job.item_id for job in jobs] == ["t1", "t3", "t3", "t0"]
+    assert jobs[0].job_id == first[1].job_id and jobs[3].job_id == first[0].job_id
+    assert jobs[1].job_id == jobs[2].job_id
+    assert [job.status for job in jobs] == ["queued"] * 4
+    assert stack.jobs.get_jobs(T, [first[1].job_id])[first[1].job_id].status == "queued"
+    assert messages_on_queue(stack) == 3 + 2  # t1 again and t3, once
