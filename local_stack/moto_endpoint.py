@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from moto.core.utils import unix_time_millis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.sqs import models as sqs_models
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -38,17 +39,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _fifo_deliverable(queue: Any) -> list[Any]:
-    """Messages SQS would deliver from a FIFO queue now: in order, per group, up to the first in flight."""
+def _deliverable(queue: Any) -> list[Any]:
+    """Messages SQS would deliver now: visible and not delayed; from a FIFO queue, in order, per group,
+    up to the first in flight. One clock read for the whole scan: moto's `visible` and `delayed` read
+    the clock for each message, and the long poll runs this scan after every send."""
+    now = unix_time_millis()
     blocked: set[str] = set()
     deliverable = []
     for message in queue._messages:
-        if message.delayed:
+        if now < message.delayed_until:
             continue
-        group = message.group_id
+        group = message.group_id if queue.fifo_queue else None
         if group is not None and group in blocked:
             continue
-        if message.visible:
+        if now > message.visible_at:
             deliverable.append(message)
         elif group is not None:
             blocked.add(group)  # in flight: later messages of its group wait
@@ -73,16 +77,13 @@ def fix_moto_fifo_ordering() -> None:
     visible = queue_class.messages.fget
     groups = queue_class.pending_message_groups.fget
 
-    def messages(queue: Any) -> list[Any]:
-        return _fifo_deliverable(queue) if queue.fifo_queue else list(visible(queue))
-
     def pending_message_groups(queue: Any) -> set[str]:
         return set() if queue.fifo_queue else set(groups(queue))
 
     def approximate_number_of_messages(queue: Any) -> int:
         return len(visible(queue))
 
-    queue_class.messages = property(messages)
+    queue_class.messages = property(_deliverable)
     queue_class.pending_message_groups = property(pending_message_groups)
     queue_class.approximate_number_of_messages = property(approximate_number_of_messages)
     queue_class._hippocampus_fifo_fix = True
