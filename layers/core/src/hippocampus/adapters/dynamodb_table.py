@@ -11,10 +11,12 @@ Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 The index is what lets a delete find, and an export list, every job and request record of a user.
 """
 
+import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from itertools import batched
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
@@ -107,6 +109,20 @@ def is_condition_failure(error: ClientError) -> bool:
     return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
 
 
+def _only_conflicts(error: ClientError) -> bool:
+    """Cancelled by concurrent transactions on the same items alone: nothing was written."""
+    reasons = [r.get("Code") for r in error.response.get("CancellationReasons") or []]
+    return "TransactionConflict" in reasons and all(
+        r in (None, "None", "TransactionConflict") for r in reasons
+    )
+
+
+# A transaction that lost only to a concurrent one (another writer of the user's memory item) is
+# sent again at once a few times, with jitter; DynamoDB's SDK does not retry these itself.
+CONFLICT_RETRIES: Final = 3
+CONFLICT_PAUSE_S: Final = 0.02
+
+
 def _failed_conditions(error: ClientError) -> frozenset[int] | None:
     """The positions of the items whose condition failed; None when no condition did."""
     reasons = error.response.get("CancellationReasons") or []
@@ -121,24 +137,40 @@ def _failed_conditions(error: ClientError) -> frozenset[int] | None:
 class Table:
     """One DynamoDB table; `client` and `now` are injectable (the composition root, tests)."""
 
-    def __init__(self, name: str, client: Callable[[], Any], now: Now = utc_now) -> None:
+    def __init__(
+        self,
+        name: str,
+        client: Callable[[], Any],
+        now: Now = utc_now,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.name = name
         self.client = client
         self.now = now
+        self._pause = pause
 
     def epoch(self) -> int:
         return int(self.now().timestamp())
 
     def transact(self, items: list[dict[str, Any]]) -> None:
-        """TransactWriteItems; ConditionFailed (naming the items that failed) when a condition failed."""
-        try:
-            self.client().transact_write_items(TransactItems=items)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            failed = _failed_conditions(error) if code == "TransactionCanceledException" else None
-            if failed is not None:
-                raise ConditionFailed(str(error), failed) from error
-            raise
+        """TransactWriteItems; ConditionFailed (naming the items that failed) when a condition failed.
+        One cancelled only by concurrent transactions is sent again up to CONFLICT_RETRIES times."""
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                self.client().transact_write_items(TransactItems=items)
+                return
+            except ClientError as error:
+                if attempt == CONFLICT_RETRIES or not _only_conflicts(error):
+                    self._raise_cancelled(error)
+                self._pause(CONFLICT_PAUSE_S * (2**attempt) * random.uniform(0.5, 1.5))  # noqa: S311 - jitter
+
+    @staticmethod
+    def _raise_cancelled(error: ClientError) -> NoReturn:
+        code = error.response.get("Error", {}).get("Code")
+        failed = _failed_conditions(error) if code == "TransactionCanceledException" else None
+        if failed is not None:
+            raise ConditionFailed(str(error), failed) from error
+        raise error
 
     def query_partition(
         self,
