@@ -1,7 +1,7 @@
 """moto's server on loopback: the AWS endpoint of the local stack.
 
-moto plays DynamoDB, S3, SQS and Secrets Manager in memory. Two fixes make it keep the promises
-the service relies on (docs/architecture.md "Local stack"):
+moto plays DynamoDB, S3, SQS and Secrets Manager in memory. These fixes make it keep the promises
+the service relies on (docs/architecture.md "Local stack") at a cost per request that stays flat:
 - its FIFO queues deliver a message group in order across retries, as SQS does;
 - its DynamoDB handles one request at a time. moto's tables are plain dicts without locks: under
   concurrent requests a conditional write can pass against a state another request is changing,
@@ -11,6 +11,7 @@ the service relies on (docs/architecture.md "Local stack"):
   With one request at a time, a transaction's rollback and a query need only the items they
   touch, not the whole table (`moto_dynamodb.py`).
 - its SQS queues change their message lists under a lock (`moto_sqs.py`).
+- its server lists its own services once, not on every request (`fix_moto_dispatch`).
 With a data directory, what moto changes is journaled before moto answers and replayed at the
 next start (`durable.py`, docs/operations.md "Local stack"); without one, it lives in memory only.
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from moto import backends as moto_backends
 from moto.core.utils import unix_time_millis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.sqs import models as sqs_models
@@ -89,6 +91,23 @@ def fix_moto_fifo_ordering() -> None:
     queue_class._hippocampus_fifo_fix = True
 
 
+def fix_moto_dispatch() -> None:
+    """List moto's services once, not on every request.
+
+    moto 5.2's server picks each request's service under one global lock, and on the way lists
+    the directory of its own package, checking each of its ~200 entries on disk: a few percent of
+    the local stack's whole time under load, with every request waiting on that lock. The
+    package does not change while the stack runs.
+    """
+    backends: Any = moto_backends
+    if getattr(backends, "_hippocampus_dispatch_fix", False):
+        return
+    modules = tuple(backends.list_of_moto_modules())
+    backends.moto_list_of_moto_modules = backends.list_of_moto_modules  # for the test that moto needs it
+    backends.list_of_moto_modules = lambda: modules
+    backends._hippocampus_dispatch_fix = True
+
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # The JSON protocol of DynamoDB names the operation in this header (`DynamoDB_20120810.PutItem`).
 _DYNAMODB_TARGET = "DynamoDB_"
@@ -127,6 +146,7 @@ class MotoEndpoint:
         # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
+        fix_moto_dispatch()
         fix_moto_dynamodb_costs()
         moto_state.install()
         if self.state is not None:
