@@ -1,5 +1,6 @@
-"""The local stack's SQS costs the same per send however many messages wait (docs/operations.md "Local
-stack"): a burst of thousands of jobs once made each send scan the whole queue a dozen times."""
+"""The local stack's SQS costs the same per send however many messages wait
+(docs/operations.md "Local stack"): a burst of thousands of jobs once made each send scan the
+whole queue a dozen times."""
 
 from collections.abc import Iterator
 from typing import Any
