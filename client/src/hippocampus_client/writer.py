@@ -486,7 +486,9 @@ def _ids_text(unsent: list[Unsent]) -> str:
         ids = [i for i in entry.item_ids if i is not None][: max(0, IDS_LOGGED - named)]
         named += len(ids)
         anonymous = sum(1 for i in entry.item_ids if i is None)
-        text = f"user_id={entry.user_id} items={len(entry.item_ids)} item_ids={','.join(ids) or '-'}"
+        text = f"user_id={entry.user_id} items={len(entry.item_ids)}"
+        if ids:
+            text += f" item_ids={','.join(ids)}"
         parts.append(text + (f" ({anonymous} without id)" if anonymous else ""))
     total = sum(1 for entry in unsent for i in entry.item_ids if i is not None)
     more = f"; {total - named} more ids not shown" if total > named else ""
