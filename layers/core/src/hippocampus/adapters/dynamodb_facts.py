@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_index import job_ref_put
-from hippocampus.adapters.dynamodb_jobs import job_put
+from hippocampus.adapters.dynamodb_job_creation import job_put
 from hippocampus.adapters.dynamodb_table import (
     FACT_BYTES,
     FACT_COUNT,

@@ -25,11 +25,11 @@ from hippocampus.adapters.dynamodb_table import (
     values,
 )
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
-from hippocampus.contracts.job_ports import NewJob, RawSource
 from hippocampus.contracts.models import Job
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.ports import NewJob, RawSource
 
 _NOT_STORED = {PK, SK, TTL}
 

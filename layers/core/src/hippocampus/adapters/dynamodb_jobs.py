@@ -14,7 +14,6 @@ from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_index import OPEN_JOBS_WALK, open_message, queue_order, ref_job_id
 from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
-from hippocampus.adapters.dynamodb_job_creation import job_put as job_put
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     JOB_REF_PREFIX,
@@ -28,10 +27,10 @@ from hippocampus.adapters.dynamodb_table import (
     plain_item,
     values,
 )
-from hippocampus.contracts.job_ports import NewJob, RawSource
 from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.ports import NewJob, RawSource
 
 
 def job_update(
