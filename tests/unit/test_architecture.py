@@ -15,7 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "layers/core/src"
 PACKAGE = SRC / "hippocampus"
-MAX_CORE_FILE_LINES = 300
 
 
 def module_name(path: Path) -> str:
@@ -151,18 +150,6 @@ def test_only_adapters_import_boto3():
     for name in MODULES:
         if "boto3" in {root.split(".")[0] for root in external_roots(name)}:
             assert layer_of(name) == "adapters", name
-
-
-def test_core_files_stay_small():
-    long_files = {
-        name: lines for name, path in MODULES.items() if (lines := len(path.read_text().splitlines())) > 300
-    }
-    assert long_files == {}
-
-
-def test_handlers_stay_thin():
-    for handler in (ROOT / "functions").glob("*/handler.py"):
-        assert len(handler.read_text().splitlines()) <= 20, handler
 
 
 # The SDKs the read path must not load: the LLM client, both HTTP stacks (openai 3 is built on
