@@ -13,8 +13,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from hippocampus.adapters.dynamodb_index import job_ref_put
 from hippocampus.adapters.dynamodb_job_creation import job_put
 from hippocampus.adapters.dynamodb_table import (
@@ -77,7 +75,7 @@ class FactCommits:
                 writes.append(fact_write)
                 owners.append(position)
         try:
-            self._transact(writes)
+            self._table.transact(writes)
         except ConditionFailed as failure:
             if (
                 0 in failure.failed
@@ -121,7 +119,7 @@ class FactCommits:
                 **({"ExpressionAttributeValues": values(fact_values)} if fact_values else {}),
             }
         }
-        self._transact([memory, delete])
+        self._table.transact([memory, delete])
 
     def _counts_update(self, commit: FactCommit) -> dict[str, Any]:
         """The memory item's part of a commit: the counts changed (or rebased), the revision bumped,
@@ -204,17 +202,6 @@ class FactCommits:
         if self._ttl_s:
             item[TTL] = self._table.epoch() + self._ttl_s
         return item
-
-    def _transact(self, writes: list[dict[str, Any]]) -> None:
-        """A transaction; one cancelled by a concurrent one on the same items (DynamoDB's
-        `TransactionConflict`) is a ConditionFailed naming no entry: the caller tries again."""
-        try:
-            self._table.transact(writes)
-        except ClientError as error:
-            reasons = error.response.get("CancellationReasons") or []
-            if any(reason.get("Code") == "TransactionConflict" for reason in reasons):
-                raise ConditionFailed("a concurrent transaction on the same items") from error
-            raise
 
 
 def _current(generation: int) -> str:
