@@ -20,8 +20,6 @@ import argparse
 import json
 import secrets
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +31,7 @@ import httpx2
 
 from bench.moto_server import percentile
 from hippocampus_client import MemoryClient
+from tests.support.client_burst import run_burst
 
 ROUNDS, WARMUP, WRITES = 400, 40, 1_000
 MEMORY = {
@@ -145,28 +144,14 @@ def writes(url: str) -> tuple[float, float, float]:
 
 
 BURST_USERS, BURST_PER_USER = 50, 100
-BURST = """
-import sys, time
-from hippocampus_client import MemoryClient
-url, tenant, users, per_user = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-memory = MemoryClient(endpoint=url, tenant=tenant, exit_timeout=float(sys.argv[5]))
-for n in range(per_user):
-    for u in range(users):
-        memory.add(f"burst-{u}", f"Fact {n} of user {u}.", id=f"fact-{n:03d}", infer=False)
-print(time.monotonic(), flush=True)
-"""
 
 
 def burst(url: str, exit_timeout: float) -> tuple[float, str]:
     """The exit flush's seconds after 5,000 adds, and what the process logged (unsent, failed)."""
     tenant = f"bench-{secrets.token_hex(4)}"
-    arguments = [url, tenant, str(BURST_USERS), str(BURST_PER_USER), str(exit_timeout)]
-    finished = subprocess.run(
-        [sys.executable, "-c", BURST, *arguments], capture_output=True, text=True, check=True
-    )
-    ended = time.monotonic()
-    warnings = [line for line in finished.stderr.splitlines() if "unsent" in line or "failed" in line]
-    return ended - float(finished.stdout), "; ".join(warnings) or "nothing unsent or failed"
+    done = run_burst(url, tenant, BURST_USERS, BURST_PER_USER, exit_timeout)
+    warnings = [line for line in done.stderr.splitlines() if "unsent" in line or "failed" in line]
+    return done.exit_s, "; ".join(warnings) or "nothing unsent or failed"
 
 
 def print_burst(url: str, exit_timeout: float, against: str) -> None:

@@ -6,9 +6,6 @@ Facts (`infer: false`): written at once, so the export can be checked as soon as
 exited, and 100 per user stays within the API's 200. A fact sent twice would replace itself but
 leave two jobs: the jobs show that each item was sent once, and their times the order."""
 
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
@@ -16,39 +13,21 @@ import pytest
 from e2e_support import Api
 
 from hippocampus_client import Export, MemoryClient
+from tests.support.client_burst import item_ids, run_burst, user_ids
 
 pytestmark = pytest.mark.e2e
 USERS, PER_USER = 50, 100
-USER_IDS = [f"burst-{u}" for u in range(USERS)]
-EXPECTED = [f"fact-{n:03d}" for n in range(PER_USER)]
+USER_IDS, EXPECTED = user_ids(USERS), item_ids(PER_USER)
 # The pace is the stack's, not the client's: on a loaded 2-core machine the local stack writes a
 # few hundred facts a second. The client's own figure, against a fast server, is in
 # tests/client/test_client_burst.py (well under its default 10 s).
 EXIT_TIMEOUT_S = 240.0
-BURST = """
-import sys, time
-from hippocampus_client import MemoryClient
-url, tenant, users, per_user = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-memory = MemoryClient(endpoint=url, tenant=tenant, exit_timeout=float(sys.argv[5]))
-for n in range(per_user):
-    for u in range(users):
-        memory.add(f"burst-{u}", f"Fact {n} of user {u}.", id=f"fact-{n:03d}", infer=False)
-print(time.monotonic(), flush=True)  # the adds are made: the exit flush starts now
-"""
 
 
 def test_a_burst_of_5000_adds_then_exit_is_in_the_exports_once_and_in_order(api: Api, tenant: str) -> None:
-    arguments = [api.base_url, tenant, str(USERS), str(PER_USER), str(EXIT_TIMEOUT_S)]
-    finished = subprocess.run(
-        [sys.executable, "-c", BURST, *arguments],
-        capture_output=True,
-        text=True,
-        timeout=EXIT_TIMEOUT_S + 60,
-        check=False,
-    )
-    exit_s = time.monotonic() - float(finished.stdout or "nan")
-    assert finished.returncode == 0, finished.stderr
-    assert "unsent" not in finished.stderr and "failed" not in finished.stderr, finished.stderr[-2000:]
+    done = run_burst(api.base_url, tenant, USERS, PER_USER, EXIT_TIMEOUT_S)
+    assert "unsent" not in done.stderr and "failed" not in done.stderr, done.stderr[-2000:]
+    exit_s = done.exit_s
     assert exit_s < EXIT_TIMEOUT_S
     memory = MemoryClient(endpoint=api.base_url, tenant=tenant, strict=True, timeout=30.0)
     with memory, ThreadPoolExecutor(3) as pool:  # three at a time: the local stack's concurrency
