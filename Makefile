@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar o
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv venv-local venv-synth test lint unit dev synth deploy bench openapi clean
+.PHONY: venv venv-local venv-synth test test-fast lint unit dev synth deploy bench openapi clean
 
 venv: $(STAMP)
 venv-local: $(LOCAL_STAMP)
@@ -54,6 +54,10 @@ lint: venv
 
 test: venv lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# The inner loop: unit, integration (moto) and client tests, no lint, no CDK synth, no local stack.
+test-fast: venv
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/unit tests/integration tests/client
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit
