@@ -1,10 +1,13 @@
 """The API layer with its services injected: routes, envelope and the condenser's batch report, on fakes."""
 
+from datetime import UTC, datetime
+
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from hippocampus.adapters.llm.offline import OfflineModel
 from hippocampus.api.queue_batch import batch_failures, condenser_function
+from hippocampus.contracts.recall import IndexMessage
 from tests.support.fakes import Ports
 from tests.support.lambda_harness import Context
 
@@ -40,6 +43,29 @@ def test_routes_serve_the_injected_services(call, ports):
     status, headers, body = call("GET", MEMORY)
     assert status == 200 and headers["ETag"] == '"1"'
     assert "candles" in body["memory"]
+
+
+def test_one_batch_condenses_turns_serves_index_requests_and_fails_what_it_cannot_read(call, ports):
+    facts = [{"id": "pay", "text": "Pays through Stripe.", "infer": False}]
+    assert call("POST", MEMORY, {"items": facts})[0] == 202
+    assert call("POST", MEMORY, {"items": [{"id": "t1", "text": "I sell candles."}]})[0] == 202
+    [(turn, _)] = ports.queue.messages
+    index = IndexMessage(tenant_id="acme", user_id="alice", requested_at=datetime.now(UTC))
+    bodies = {"turn": turn.model_dump_json(), "index": index.model_dump_json(), "junk": '{"kind": 3}'}
+    records = [
+        {
+            "messageId": name,
+            "body": body,
+            "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": name},
+        }
+        for name, body in bodies.items()
+    ]
+    condenser = condenser_function(
+        lambda: ports.consolidation(OfflineModel()), ports.reconciler, ports.indexer
+    )
+    assert condenser({"Records": records}, Context()) == {"batchItemFailures": [{"itemIdentifier": "junk"}]}
+    assert "candles" in call("GET", MEMORY)[2]["memory"]
+    assert ports.indexer().index_user("acme", "alice") == 0  # the fact and the episode have their vectors
 
 
 def test_an_idempotency_key_replays_the_first_answer_and_refuses_another_body(call, ports):

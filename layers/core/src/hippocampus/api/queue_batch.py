@@ -10,12 +10,12 @@ group fails too, and SQS delivers them again in order.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from hippocampus.api.envelope import JSON
 from hippocampus.api.redrive_action import RedriveProvider, invoke_redrive
@@ -29,6 +29,13 @@ from hippocampus.observability import logger, metrics
 
 CondenserHandler = Callable[[Any, LambdaContext], PartialItemFailureResponse | JSON]
 SCHEDULED_EVENT = "Scheduled Event"  # EventBridge's detail-type of a schedule
+
+# A body is read once, as the first kind it fits: a condensation (which has no `kind` field: the
+# messages already queued must still be read), else an index request.
+QueueMessage = Annotated[CondenseMessage | IndexMessage, Field(union_mode="left_to_right")]
+_queue_message: TypeAdapter[CondenseMessage | IndexMessage] = TypeAdapter(
+    QueueMessage, config=ConfigDict(defer_build=True)
+)
 
 
 def condenser_function(
@@ -61,35 +68,27 @@ def condenser_function(
 
 def parse_records(
     records: Iterable[SQSRecord],
-) -> tuple[list[QueuedItem], dict[str, tuple[str, str, bool]], set[str]]:
-    """Queue records → items to condense, index requests (the user by message id), and the
-    records whose body cannot be parsed (they fail, and end in the DLQ)."""
+) -> tuple[list[QueuedItem], dict[str, IndexMessage], set[str]]:
+    """Queue records → items to condense, index requests (by message id), and the records whose
+    body cannot be parsed (they fail, and end in the DLQ)."""
     items: list[QueuedItem] = []
-    index_requests: dict[str, tuple[str, str, bool]] = {}
+    index_requests: dict[str, IndexMessage] = {}
     unreadable: set[str] = set()
     for record in records:
         try:
-            message = CondenseMessage.model_validate_json(record.body)
+            message = _queue_message.validate_json(record.body)
         except ValidationError:
-            request = _index_request(record.body)
-            if request is not None:
-                index_requests[record.message_id] = (request.tenant_id, request.user_id, request.everything)
-                continue
             logger.error("unreadable queue message", extra={"message_id": record.message_id})
             unreadable.add(record.message_id)
+            continue
+        if isinstance(message, IndexMessage):
+            index_requests[record.message_id] = message
             continue
         receive_count = int(record.attributes.approximate_receive_count or 1)
         items.append(
             QueuedItem(record.message_id, message, receive_count, record.attributes.aws_trace_header)
         )
     return items, index_requests, unreadable
-
-
-def _index_request(body: str) -> IndexMessage | None:
-    try:
-        return IndexMessage.model_validate_json(body)
-    except ValidationError:
-        return None
 
 
 def batch_failures(records: Sequence[SQSRecord], failed: set[str]) -> PartialItemFailureResponse:

@@ -9,6 +9,7 @@ user, which finds them again; the summary never waits for it.
 from collections.abc import Callable, Iterable, Mapping
 
 from hippocampus.contracts.ports import Embedder
+from hippocampus.contracts.recall import IndexMessage
 from hippocampus.contracts.recall_ports import RECENT_EPISODES, RecallStore, Vector
 from hippocampus.observability import MetricName, logger, record_metric
 
@@ -69,19 +70,19 @@ User = tuple[str, str]
 def index_users(
     indexer: Indexer,
     condensed: Iterable[User],
-    requested: Mapping[str, tuple[str, str, bool]],
+    requested: Mapping[str, IndexMessage],
     remaining_ms: Callable[[], int],
 ) -> set[str]:
     """After a batch: index the users it condensed (a failure is only logged: their next pass
-    retries) and the users asked for by message (`requested`: tenant, user and whether every
-    episode is, by message id; a failure, or no time left, makes those messages come back).
-    Returns the messages to retry."""
+    retries) and the users asked for by message (`requested`, by message id; a failure, or no
+    time left, makes those messages come back). Returns the messages to retry."""
     asked: dict[User, list[str]] = {}
     everything: set[User] = set()
-    for message_id, (tenant_id, user_id, all_episodes) in requested.items():
-        asked.setdefault((tenant_id, user_id), []).append(message_id)
-        if all_episodes:
-            everything.add((tenant_id, user_id))
+    for message_id, request in requested.items():
+        user = (request.tenant_id, request.user_id)
+        asked.setdefault(user, []).append(message_id)
+        if request.everything:
+            everything.add(user)
     retry: set[str] = set()
     for user in dict.fromkeys([*asked, *condensed]):
         if remaining_ms() < INDEX_TIME_MS:
