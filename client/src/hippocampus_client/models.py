@@ -1,33 +1,50 @@
-"""Typed results: pydantic models of the bodies docs/api.md documents.
+"""The API's bodies as the client reads and sends them: generated from docs/openapi.json.
 
-Every model keeps unknown fields (`extra="allow"`) and gives optional fields defaults, so an
-answer of a newer server that adds fields still parses. Timestamps stay ISO 8601 strings, as sent.
+Do not edit: client/scripts/generate_models.py writes this file (client/README.md, "Models"),
+and tests/client/test_client_models.py fails while it differs from what the document gives.
+Timestamps stay ISO 8601 strings, as sent.
 """
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-# Job statuses after which nothing changes any more (docs/api.md "Jobs").
-FINAL_STATUSES = frozenset({"completed", "failed", "skipped"})
+from .model_base import FINAL_STATUSES, ApiModel, SettlesWhenFinal
 
-
-class ApiModel(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+__all__ = [
+    "FINAL_STATUSES",
+    "Context",
+    "ContextSource",
+    "Episode",
+    "Export",
+    "Fact",
+    "Item",
+    "Job",
+    "JobError",
+    "Memory",
+    "MemoryVersion",
+    "Pair",
+    "QueryAnswer",
+    "QueryResult",
+    "Retrieval",
+]
 
 
 class Fact(ApiModel):
+    """One fact of a user's memory. Always in the answer: `id`, `text`, `updated_at`."""
+
     id: str
     text: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    additional_metadata: dict[str, Any] = Field(default_factory=dict)
-    title: str | None = None
-    is_markdown: bool = False
     updated_at: str | None = None
+    additional_metadata: dict[str, Any] = Field(default_factory=dict)
+    is_markdown: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
 
 
 class Memory(ApiModel):
-    """`GET …/memory`: the summary (`memory`, None before a first version) and the facts."""
+    """`GET …/memory`: the summary (`memory`, None before a first version) and the facts. Always in the
+    answer: `tenant_id`, `user_id`, `memory`, `version`, `word_count`, `updated_at`, `facts`."""
 
     tenant_id: str
     user_id: str
@@ -36,34 +53,35 @@ class Memory(ApiModel):
     word_count: int = 0
     updated_at: str | None = None
     facts: list[Fact] = Field(default_factory=list)
-    # The ETag header of the answer (HTTP only): `If-Match` material for `put`.
+    # The ETag header of the answer (HTTP only): `If-Match` for `put`.
     etag: str | None = None
 
 
 class JobError(ApiModel):
+    """Why a job failed. Always in the answer: `code`, `message`."""
+
     code: str
-    message: str = ""
+    message: str | None = None
 
 
-class Job(ApiModel):
+class Job(SettlesWhenFinal, ApiModel):
+    """One ingested item on its way to the memory (docs/api.md "Jobs"); `final` once it is done. Always in the
+    answer: `job_id`, `tenant_id`, `user_id`, `status`, `created_at`, `updated_at`."""
+
     job_id: str
     tenant_id: str | None = None
     user_id: str | None = None
-    item_id: str | None = None
-    status: str
-    error: JobError | None = None
-    memory_version: int | None = None
+    status: Literal["queued", "processing", "completed", "failed", "skipped"]
     created_at: str | None = None
     updated_at: str | None = None
-
-    @property
-    def final(self) -> bool:
-        """True once the job can no longer change: completed, failed or skipped."""
-        return self.status in FINAL_STATUSES
+    error: JobError | None = None
+    item_id: str | None = None
+    memory_version: int | None = None
 
 
 class MemoryVersion(ApiModel):
-    """One entry of `GET …/memory/history`."""
+    """One entry of `GET …/memory/history`. Always in the answer: `version`, `memory`, `updated_at`,
+    `job_ids`."""
 
     version: int
     memory: str | None = None
@@ -72,59 +90,74 @@ class MemoryVersion(ApiModel):
 
 
 class Episode(ApiModel):
+    """One condensed turn (docs/api.md "Episodes"). Always in the answer: `id`, `job_id`, `text`,
+    `created_at`."""
+
     id: str
     job_id: str | None = None
     text: str
-    title: str | None = None
+    created_at: str | None = None
+    additional_metadata: dict[str, Any] = Field(default_factory=dict)
     is_markdown: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
-    additional_metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: str | None = None
+    title: str | None = None
 
 
 class QueryResult(ApiModel):
-    type: str
+    """One ranked fact or episode. Always in the answer: `type`, `id`, `text`, `score`, `metadata`,
+    `additional_metadata`, `created_at`, `updated_at`."""
+
+    type: Literal["fact", "episode"]
     id: str
     text: str
-    title: str | None = None
     score: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: str | None = None
     updated_at: str | None = None
+    title: str | None = None
 
 
 class Retrieval(ApiModel):
+    """How the results were found: the embeddings, or words only. Always in the answer: `embedding_provider`,
+    `model`, `lexical_only`."""
+
     embedding_provider: str | None = None
     model: str | None = None
-    lexical_only: bool | None = None
+    lexical_only: bool = False
 
 
 class QueryAnswer(ApiModel):
-    """`POST …/memory/query`: ranked facts and episodes, and the summary unless excluded."""
+    """`POST …/memory/query`: ranked facts and episodes, and the summary unless excluded. Always in the
+    answer: `memory`, `version`, `results`, `retrieval`."""
 
     memory: str | None = None
-    version: int | None = None
+    version: int = 0
     results: list[QueryResult] = Field(default_factory=list)
     retrieval: Retrieval | None = None
 
 
 class ContextSource(ApiModel):
-    type: str
+    """What a context block was built from. Always in the answer: `type`."""
+
+    type: Literal["memory", "fact", "episode"]
     id: str | None = None
 
 
 class Context(ApiModel):
-    """`POST …/memory/context`: the block to prepend to a prompt, at most `max_words` words."""
+    """`POST …/memory/context`: the block to prepend to a prompt, at most `max_words` words. Always in the
+    answer: `context`, `word_count`, `memory_version`, `sources`."""
 
     context: str
     word_count: int = 0
-    memory_version: int | None = None
+    memory_version: int = 0
     sources: list[ContextSource] = Field(default_factory=list)
 
 
 class Export(ApiModel):
-    """`GET …/memory/export`, every page merged into one document (`next_cursor` is then None)."""
+    """`GET …/memory/export`, every page merged into one document (`next_cursor` is then None). Always in the
+    answer: `tenant_id`, `user_id`, `exported_at`, `memory`, `items`, `history`, `jobs`, `episodes`,
+    `next_cursor`."""
 
     tenant_id: str
     user_id: str
@@ -138,23 +171,24 @@ class Export(ApiModel):
 
 
 class Pair(ApiModel):
-    user: str = ""
-    assistant: str = ""
+    """One user turn and the assistant's answer."""
+
+    assistant: str | None = None
+    user: str | None = None
 
 
 class Item(ApiModel):
-    """One item to ingest (docs/api.md "Ingest"); exactly one of `text` and `user_assistant_pairs`.
+    """One item to ingest (docs/api.md "Ingest"); exactly one of `text` and `user_assistant_pairs`. A field
+    left None is not sent (the service's default applies); an unknown field is sent as given, and the
+    service refuses what it does not know."""
 
-    Unknown fields are sent as given (the server refuses what it does not know, so a field a
-    newer server accepts can be used before this model names it)."""
-
-    id: str | None = None
-    text: str | None = None
-    user_assistant_pairs: list[Pair] | None = None
-    infer: bool | None = None
-    user_name: str | None = None
-    custom_instructions: str | None = None
-    metadata: dict[str, Any] | None = None
     additional_metadata: dict[str, Any] | None = None
-    title: str | None = None
+    custom_instructions: str | None = None
+    id: str | None = None
+    infer: bool | None = None
     is_markdown: bool | None = None
+    metadata: dict[str, Any] | None = None
+    text: str | None = None
+    title: str | None = None
+    user_assistant_pairs: list[Pair] | None = None
+    user_name: str | None = None

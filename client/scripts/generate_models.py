@@ -1,0 +1,250 @@
+"""Write the client's models (client/src/hippocampus_client/models.py) from docs/openapi.json.
+
+The service publishes its bodies in docs/openapi.json (`make openapi`); the client's pydantic
+models are generated from it, so the two cannot drift: tests/client/test_client_models.py fails
+while the committed module differs from what this script makes of the document.
+
+    .venv/bin/python client/scripts/generate_models.py          # rewrite models.py
+    .venv/bin/python client/scripts/generate_models.py --check  # exit 1 when it is stale
+
+What the document does not say and the client decides is in `CLIENT_MODELS` below: the
+client's public names, which fields of an answer it cannot do without (every other field has a
+default, so a partial answer still parses), and what a model has beyond the body (`etag`, from a
+header; `Job.final`, from model_base.py). The limits (lengths, ranges, patterns) are the
+service's to check: the client sends what it is given and reports the 422.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENT = ROOT / "docs" / "openapi.json"
+MODULE = ROOT / "client" / "src" / "hippocampus_client" / "models.py"
+SCHEMA_PREFIX = "#/components/schemas/"
+INDENT = "    "
+WIDTH = 110  # ruff's line length (pyproject.toml)
+
+
+@dataclass(frozen=True)
+class ClientField:
+    """A field the client adds to a model: not in the body, so not in the document."""
+
+    name: str
+    annotation: str
+    default: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class ClientModel:
+    name: str  # the public name (`from hippocampus_client import ...`)
+    schema: str  # its schema in docs/openapi.json
+    doc: str
+    requires: tuple[str, ...] = ()  # answers: the fields without which the answer is malformed
+    request: bool = False  # sent, not read: every field optional, None meaning "not sent"
+    mixins: tuple[str, ...] = ()  # from model_base.py
+    client_fields: tuple[ClientField, ...] = ()
+
+
+# Dependencies first: a model is declared after the models its fields name.
+CLIENT_MODELS = (
+    ClientModel("Fact", "Fact", "One fact of a user's memory.", requires=("id", "text")),
+    ClientModel(
+        "Memory",
+        "MemoryBody",
+        "`GET …/memory`: the summary (`memory`, None before a first version) and the facts.",
+        requires=("tenant_id", "user_id"),
+        client_fields=(
+            ClientField(
+                "etag",
+                "str | None",
+                "None",
+                "The ETag header of the answer (HTTP only): `If-Match` for `put`.",
+            ),
+        ),
+    ),
+    ClientModel("JobError", "JobError", "Why a job failed.", requires=("code",)),
+    ClientModel(
+        "Job",
+        "Job",
+        'One ingested item on its way to the memory (docs/api.md "Jobs"); `final` once it is done.',
+        requires=("job_id", "status"),
+        mixins=("SettlesWhenFinal",),
+    ),
+    ClientModel(
+        "MemoryVersion", "HistoryVersion", "One entry of `GET …/memory/history`.", requires=("version",)
+    ),
+    ClientModel(
+        "Episode", "Episode", 'One condensed turn (docs/api.md "Episodes").', requires=("id", "text")
+    ),
+    ClientModel("QueryResult", "QueryResult", "One ranked fact or episode.", requires=("type", "id", "text")),
+    ClientModel("Retrieval", "Retrieval", "How the results were found: the embeddings, or words only."),
+    ClientModel(
+        "QueryAnswer",
+        "QueryResponse",
+        "`POST …/memory/query`: ranked facts and episodes, and the summary unless excluded.",
+    ),
+    ClientModel("ContextSource", "ContextSource", "What a context block was built from.", requires=("type",)),
+    ClientModel(
+        "Context",
+        "ContextResponse",
+        "`POST …/memory/context`: the block to prepend to a prompt, at most `max_words` words.",
+        requires=("context",),
+    ),
+    ClientModel(
+        "Export",
+        "ExportDocument",
+        "`GET …/memory/export`, every page merged into one document (`next_cursor` is then None).",
+        requires=("tenant_id", "user_id"),
+    ),
+    ClientModel("Pair", "ConversationPair", "One user turn and the assistant's answer.", request=True),
+    ClientModel(
+        "Item",
+        "IngestItem",
+        'One item to ingest (docs/api.md "Ingest"); exactly one of `text` and `user_assistant_pairs`. '
+        "A field left None is not sent (the service's default applies); an unknown field is sent as "
+        "given, and the service refuses what it does not know.",
+        request=True,
+    ),
+)
+
+
+class SchemaError(ValueError):
+    """The document has a shape this generator does not translate (say so rather than guess)."""
+
+
+def render(document: dict[str, Any]) -> str:
+    """The source of models.py for `document` (docs/openapi.json), formatted as ruff would."""
+    schemas = document["components"]["schemas"]
+    names = {model.schema: model.name for model in CLIENT_MODELS}
+    classes = [_render_class(model, schemas[model.schema], names) for model in CLIENT_MODELS]
+    mixins = sorted({mixin for model in CLIENT_MODELS for mixin in model.mixins})
+    public = sorted(model.name for model in CLIENT_MODELS)
+    header = [
+        '"""The API\'s bodies as the client reads and sends them: generated from docs/openapi.json.',
+        "",
+        'Do not edit: client/scripts/generate_models.py writes this file (client/README.md, "Models"),',
+        "and tests/client/test_client_models.py fails while it differs from what the document gives.",
+        "Timestamps stay ISO 8601 strings, as sent.",
+        '"""',
+        "",
+        "from typing import Any, Literal",
+        "",
+        "from pydantic import Field",
+        "",
+        f"from .model_base import {', '.join(['FINAL_STATUSES', 'ApiModel', *mixins])}",
+        "",
+        "__all__ = [",
+        *[f'    "{name}",' for name in ["FINAL_STATUSES", *public]],
+        "]",
+    ]
+    return "\n".join(header) + "\n" + "".join(f"\n\n{source}" for source in classes)
+
+
+def _render_class(model: ClientModel, schema: dict[str, Any], names: dict[str, str]) -> str:
+    properties: dict[str, Any] = schema.get("properties", {})
+    sent = [name for name in schema.get("required", []) if name in properties]
+    unknown = set(model.requires) - set(sent)
+    if unknown:
+        raise SchemaError(f"{model.name} requires {sorted(unknown)}, which {model.schema} does not require")
+    # The document's `required` keeps the service's field order; the rest follow by name.
+    order = sent + sorted(set(properties) - set(sent))
+    lines = [f"class {model.name}({', '.join([*model.mixins, 'ApiModel'])}):"]
+    lines += _docstring(model, sent)
+    lines.append("")
+    lines += [_render_field(model, name, properties[name], names) for name in order]
+    for extra in model.client_fields:
+        lines += [f"{INDENT}# {extra.comment}", f"{INDENT}{extra.name}: {extra.annotation} = {extra.default}"]
+    return "\n".join(lines) + "\n"
+
+
+def _docstring(model: ClientModel, sent: list[str]) -> list[str]:
+    text = model.doc
+    if not model.request and sent:
+        text += " Always in the answer: " + ", ".join(f"`{name}`" for name in sent) + "."
+    wrapped = textwrap.wrap(text, WIDTH - len(INDENT) - 3, break_on_hyphens=False)
+    if len(wrapped) == 1:
+        return [f'{INDENT}"""{wrapped[0]}"""']
+    body = [f"{INDENT}{line}" for line in wrapped[1:]]
+    return [f'{INDENT}"""{wrapped[0]}', *body[:-1], f'{body[-1]}"""']
+
+
+def _render_field(model: ClientModel, name: str, schema: dict[str, Any], names: dict[str, str]) -> str:
+    annotation = python_type(schema, names)
+    if name in model.requires:
+        return f"{INDENT}{name}: {annotation}"
+    nullable = annotation.endswith(" | None")
+    if model.request:
+        default = "None"  # not sent: the service applies its own default
+    elif "default" in schema:
+        default = python_literal(schema["default"])
+    elif annotation.startswith("list["):
+        default = "Field(default_factory=list)"
+    elif annotation.startswith("dict["):
+        default = "Field(default_factory=dict)"
+    elif annotation in ZERO:
+        default = ZERO[annotation]
+    else:
+        default = "None"
+    if default == "None" and not nullable:
+        annotation += " | None"
+    return f"{INDENT}{name}: {annotation} = {default}"
+
+
+# A number the answer leaves out reads as zero, so `f"{result.score:.3f}"` never meets a None.
+ZERO = {"int": "0", "float": "0.0", "bool": "False"}
+SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+
+
+def python_literal(value: Any) -> str:
+    """A JSON value as Python source, quoted as ruff formats it."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def python_type(schema: dict[str, Any], names: dict[str, str]) -> str:
+    """The annotation of a JSON Schema, as the service's pydantic models produce them."""
+    if "$ref" in schema:
+        target = schema["$ref"].removeprefix(SCHEMA_PREFIX)
+        if target not in names:
+            raise SchemaError(f"{target} has no client model (add it to CLIENT_MODELS)")
+        return names[target]
+    if "anyOf" in schema:
+        options = [python_type(option, names) for option in schema["anyOf"] if option != {"type": "null"}]
+        nullable = len(options) < len(schema["anyOf"])
+        return " | ".join(options + ["None"] * nullable)
+    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if values is not None:
+        return f"Literal[{', '.join(json.dumps(value) for value in values)}]"
+    kind = schema.get("type")
+    if kind == "array":
+        return f"list[{python_type(schema['items'], names)}]"
+    if kind == "object" and "properties" not in schema and schema.get("additionalProperties", True) is True:
+        return "dict[str, Any]"
+    if kind in SCALARS:
+        return SCALARS[kind]
+    raise SchemaError(f"no translation for {json.dumps(schema, sort_keys=True)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="exit 1 when models.py is stale")
+    check = parser.parse_args(argv).check
+    source = render(json.loads(DOCUMENT.read_text(encoding="utf-8")))
+    if check:
+        stale = MODULE.read_text(encoding="utf-8") != source
+        print(f"{MODULE.relative_to(ROOT)} is {'stale' if stale else 'up to date'}")
+        return int(stale)
+    MODULE.write_text(source, encoding="utf-8")
+    print(f"wrote {MODULE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
