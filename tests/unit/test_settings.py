@@ -3,7 +3,7 @@
 import pytest
 
 from hippocampus.contracts.errors import ConfigurationError
-from hippocampus.settings import load_settings
+from hippocampus.settings import Settings, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -61,3 +61,28 @@ def test_bad_values_name_the_variable(monkeypatch, variable, value):
 def test_missing_resource_names_the_variable():
     with pytest.raises(ConfigurationError, match="MEMORY_QUEUE_URL"):
         load_settings().require("queue_url")
+
+
+def test_keyword_arguments_win_over_the_environment(monkeypatch):
+    monkeypatch.setenv("MEMORY_MAX_WORDS", "80")
+    monkeypatch.setenv("MEMORY_TTL_DAYS", "7")
+    settings = Settings(max_words=60)
+    assert (settings.max_words, settings.ttl_days) == (60, 7)
+
+
+def test_variable_names_ignore_case_and_unknown_ones_are_ignored(monkeypatch):
+    monkeypatch.setenv("memory_max_words", "81")
+    monkeypatch.setenv("Openai_Api_Key", "sk-test")
+    monkeypatch.setenv("MEMORY_MAX_WORD", "5000")  # misspelt: no effect
+    settings = load_settings()
+    assert settings.max_words == 81
+    assert settings.provider == "openai"
+
+
+def test_every_error_is_named(monkeypatch):
+    monkeypatch.setenv("MEMORY_MAX_WORDS", "1")
+    monkeypatch.setenv("MEMORY_LLM_TIMEOUT_S", "29")
+    with pytest.raises(
+        ConfigurationError, match=r"MEMORY_MAX_WORDS: .*; MEMORY_LLM_TIMEOUT_S: .*at most 28\.75"
+    ):
+        load_settings()

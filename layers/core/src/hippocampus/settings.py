@@ -1,14 +1,31 @@
 """Runtime settings (docs/configuration.md), parsed once per cold start from the environment.
 
-Every variable is `MEMORY_<FIELD>` (pydantic-settings' `env_prefix`), except the OpenAI SDK's own
-`OPENAI_*` variables and the Lambda runtime's `AWS_EXECUTION_ENV`. A bad value fails fast with a
+Every variable is `MEMORY_<FIELD>`, except the OpenAI SDK's own `OPENAI_*` variables and the
+Lambda runtime's `AWS_EXECUTION_ENV`; names are matched case-insensitively, keyword arguments win
+over the environment, and variables no field names are ignored. A bad value fails fast with a
 message that names the variable. Only the composition root reads these settings.
+
+A pydantic model that reads `os.environ` itself rather than a pydantic-settings `BaseSettings`:
+every setting is one scalar variable, and importing pydantic-settings (its dotenv, secrets, cloud
+and CLI sources) cost every function's cold start about 13 ms, a twentieth of the read path's
+whole budget (README "Performance"). pydantic still parses and validates every value.
 """
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any, Final
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import (
@@ -27,8 +44,10 @@ from hippocampus.contracts.names import (
 ENV_PREFIX = "MEMORY_"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+class Settings(BaseModel):
+    """`Settings()` reads the environment; `Settings(max_words=80)` overrides one value of it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
 
     # Resources (set by the CDK app and the local stack).
     table_name: str = ""
@@ -67,6 +86,14 @@ class Settings(BaseSettings):
     log_content: bool = False
     tracing: TracingMode | None = None
     aws_execution_env: str | None = Field(None, validation_alias=AliasChoices("AWS_EXECUTION_ENV"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_environment(cls, given: Any) -> Any:
+        if not isinstance(given, Mapping):
+            return given
+        # The one reader of the environment, which the rest of the code is banned from reading.
+        return {**environment_values(os.environ), **given}  # noqa: TID251
 
     @field_validator("llm_timeout_s")
     @classmethod
@@ -125,13 +152,34 @@ class Settings(BaseSettings):
         return str(value)
 
 
-def variable_name(field: str) -> str:
-    """The environment variable of a settings field."""
+def _alias(field: str) -> str | None:
+    """A field's own variable (OPENAI_*, AWS_*), which is also the key pydantic validates it under."""
     info = Settings.model_fields.get(field)
     alias = info.validation_alias if info else None
-    if isinstance(alias, AliasChoices):
-        return str(alias.choices[0])
-    return ENV_PREFIX + field.upper()
+    return str(alias.choices[0]) if isinstance(alias, AliasChoices) else None
+
+
+def _field_variable(field: str) -> str:
+    return _alias(field) or ENV_PREFIX + field.upper()
+
+
+def _input_key(field: str) -> str:
+    return _alias(field) or field
+
+
+# Each field's input key (what an error's location names) and its variable.
+_VARIABLES: Final = {_input_key(field): _field_variable(field) for field in Settings.model_fields}
+
+
+def variable_name(field: str) -> str:
+    """The environment variable of a settings field, or of the input key an error names."""
+    return _VARIABLES.get(field) or _field_variable(field)
+
+
+def environment_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings `environ` holds, by input key; names compared regardless of case."""
+    by_name = {name.upper(): value for name, value in environ.items()}
+    return {key: by_name[variable] for key, variable in _VARIABLES.items() if variable in by_name}
 
 
 def load_settings() -> Settings:
