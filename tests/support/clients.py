@@ -130,7 +130,6 @@ def proxied_service(
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(
             [read_routes.router],
-            read_routes.direct_actions(lambda: reads, lambda: exports, lambda: lists),
             {
                 read_routes.read_service: lambda: reads,
                 read_routes.export_service: lambda: exports,
@@ -141,7 +140,6 @@ def proxied_service(
     service.ingest = SimpleNamespace(
         lambda_handler=api_function(
             [write_routes.router],
-            write_routes.direct_actions(lambda: ingest, lambda: edits),
             {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
         )
     )
@@ -153,7 +151,6 @@ def proxied_service(
     service.recall = SimpleNamespace(
         lambda_handler=api_function(
             [recall_routes.router],
-            recall_routes.direct_actions(lambda: recall),
             {recall_routes.recall_service: lambda: recall},
         )
     )

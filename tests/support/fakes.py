@@ -716,7 +716,6 @@ class Ports:
         return {
             "get_memory": api_function(
                 [read_routes.router],
-                read_routes.direct_actions(self.reads, self.exports, self.lists),
                 {
                     read_routes.read_service: self.reads,
                     read_routes.export_service: self.exports,
@@ -725,12 +724,10 @@ class Ports:
             ),
             "ingest": api_function(
                 [write_routes.router],
-                write_routes.direct_actions(lambda: ingest, lambda: edits),
                 {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
             ),
             "recall": api_function(
                 [recall_routes.router],
-                recall_routes.direct_actions(lambda: recall),
                 {recall_routes.recall_service: lambda: recall},
             ),
         }

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from hippocampus.api import read_routes, recall_routes, write_routes
+from hippocampus.api import direct, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler
+from hippocampus.api.resolver import build_resolver
 from hippocampus.contracts import routes
 from hippocampus.contracts.ports import MemoryState
 from hippocampus.contracts.prompt_format import (
@@ -624,7 +625,9 @@ DIRECT = {
     "list_facts: limit 0": ("get_memory", act("list_facts", limit=0), "limit"),
     "list_episodes: cursor not ours": ("get_memory", act("list_episodes", cursor="bm9wZQ"), "cursor"),
     "list_facts without user_id": ("get_memory", act("list_facts", user_id=None), "user_id"),
-    "query_memory without request": ("recall", act("query_memory"), "request.query"),
+    "query_memory without request": ("recall", act("query_memory"), "query"),
+    "query_memory: a body field at the top": ("recall", act("query_memory", query=5), "query"),
+    "get_health with an unknown field": ("get_memory", {"action": "get_health", "x": 1}, "x"),
     "query_memory: query a number": ("recall", act("query_memory", request={"query": 5}), "request.query"),
     "query_memory: top_k 0": (
         "recall",
@@ -762,13 +765,10 @@ def test_the_catalogue_covers_every_route_and_action():
     invoked = {
         r.payload.get("action") for r in requests if isinstance(r, Invoke) and isinstance(r.payload, dict)
     }
-    ports = Ports()
-    actions = (
-        read_routes.direct_actions(ports.reads, ports.exports, ports.lists)
-        | write_routes.direct_actions(ports.idempotent_ingest, ports.edits)
-        | recall_routes.direct_actions(ports.recall)
-    )
-    assert set(actions) <= invoked
+    app = build_resolver()
+    for router in (read_routes.router, write_routes.router, recall_routes.router):
+        app.include_router(router)
+    assert set(direct.actions(app)) <= invoked
     assert len(CATALOGUE) >= 150
 
 

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from hippocampus.contracts.models import DirectInvocation, IngestItem, IngestRequest, PutMemoryRequest
+from hippocampus.contracts.models import IngestItem, IngestRequest, PutMemoryRequest
 
 
 def fields(error: ValidationError) -> list[tuple]:
@@ -80,14 +80,10 @@ def test_unknown_fields_are_rejected_by_name():
     assert ("colour",) in fields(caught.value)
 
 
-def test_put_and_direct_models():
+def test_put_model():
     assert PutMemoryRequest(memory="m").expected_version is None
     with pytest.raises(ValidationError):
         PutMemoryRequest(memory="m", expected_version=-1)
-    with pytest.raises(ValidationError):
-        DirectInvocation(action="get_memory", tenant_id="bad tenant")
-    with pytest.raises(ValidationError):
-        DirectInvocation(action="get_history", tenant_id="t", limit=101)
 
 
 def test_metadata_must_be_shallow_plain_json():
@@ -113,8 +109,6 @@ def test_metadata_must_be_shallow_plain_json():
         (PutMemoryRequest, {"memory": "m", "expected_version": True}, "expected_version"),
         (PutMemoryRequest, {"memory": "m", "expected_version": "3"}, "expected_version"),
         (PutMemoryRequest, {"memory": "m", "expected_version": 3.0}, "expected_version"),
-        (DirectInvocation, {"action": "get_history", "tenant_id": "t", "limit": "5"}, "limit"),
-        (DirectInvocation, {"action": "get_history", "tenant_id": "t", "limit": True}, "limit"),
     ],
 )
 def test_request_fields_are_never_coerced(model, values, bad):

@@ -57,7 +57,7 @@ def send(functions: dict[str, Any], request: HttpRequest) -> tuple[int, dict[str
 
 def served_document() -> dict[str, Any]:
     # The get_memory function serves the document with this router (hippocampus.wiring).
-    functions = {"get_memory": api_function([openapi.router], {}, {})}
+    functions = {"get_memory": api_function([openapi.router], {})}
     status, _, body = send(functions, HttpRequest("GET", routes.OPENAPI_PATH, [], b"", "127.0.0.1"))
     assert status == 200
     document: dict[str, Any] = json.loads(body)

@@ -207,11 +207,10 @@ def consolidation_service() -> "ConsolidationService":
 
 
 def get_memory_handler() -> LambdaHandler:
-    """The read function: memory, history, jobs, health, OpenAPI, and the read actions."""
+    """The read function: memory, history, jobs, health, OpenAPI (over HTTP and directly)."""
     get_settings()  # a bad configuration fails the cold start, naming the variable
     return api_function(
         [read_routes.router, openapi_router],
-        read_routes.direct_actions(read_service, export_service, list_service),
         {
             read_routes.read_service: read_service,
             read_routes.export_service: export_service,
@@ -221,26 +220,24 @@ def get_memory_handler() -> LambdaHandler:
 
 
 def ingest_handler() -> LambdaHandler:
-    """The write function: ingest, replace, forget, delete a fact, and the write actions."""
+    """The write function: ingest, replace, forget, delete a fact (over HTTP and directly)."""
     from hippocampus.api import write_routes
 
     get_settings().require("queue_url")
     return api_function(
         [write_routes.router],
-        write_routes.direct_actions(idempotent_ingest, edit_service),
         {write_routes.idempotent_ingest: idempotent_ingest, write_routes.edit_service: edit_service},
     )
 
 
 def recall_handler() -> LambdaHandler:
-    """The recall function: query a user's memory, the context block, and their direct actions."""
+    """The recall function: query a user's memory, the context block (over HTTP and directly)."""
     from hippocampus.api import recall_routes
 
     get_settings().require("table_name")
     query_embedder()  # a bad embedding configuration fails the cold start, naming the variable
     return api_function(
         [recall_routes.router],
-        recall_routes.direct_actions(recall_service),
         {recall_routes.recall_service: recall_service},
     )
 

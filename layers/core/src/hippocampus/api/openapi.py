@@ -28,7 +28,12 @@ SIGV4: dict[str, Any] = {
 _SCHEMA_PREFIX = "#/components/schemas/"
 
 
-@router.get(OPENAPI_PATH, summary="The OpenAPI 3.1 document of this API", include_in_schema=False)
+@router.get(
+    OPENAPI_PATH,
+    summary="The OpenAPI 3.1 document of this API",
+    operation_id="getOpenapi",
+    include_in_schema=False,
+)
 def openapi() -> dict[str, Any]:
     return openapi_document()
 

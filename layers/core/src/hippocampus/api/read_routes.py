@@ -1,18 +1,14 @@
 """Routes of the read path (the get_memory function): health, memory, history, one job, the export."""
 
-from collections.abc import Callable
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
-from hippocampus.api.direct import DirectHandler, require
-from hippocampus.api.envelope import JSON
 from hippocampus.api.params import (
     ExportCursor,
     HistoryLimit,
@@ -25,7 +21,6 @@ from hippocampus.api.params import (
 from hippocampus.api.responses import conditional_memory_response
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
 from hippocampus.contracts.models import (
-    DirectInvocation,
     ExportDocument,
     HealthResponse,
     HistoryResponse,
@@ -159,50 +154,3 @@ def list_episodes(
 )
 def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
     return reads.get_job(tenant_id, job_id)
-
-
-def direct_actions(
-    reads: Callable[[], ReadService], exports: Callable[[], ExportService], lists: Callable[[], ListService]
-) -> dict[str, DirectHandler]:
-    """The read actions of a direct invoke, served by the services `reads`, `exports` and `lists` provide."""
-
-    def memory(request: DirectInvocation, _: LambdaContext) -> JSON:
-        return (
-            reads().get_memory(request.tenant_id, require(request.user_id, "user_id")).model_dump(mode="json")
-        )
-
-    def history(request: DirectInvocation, _: LambdaContext) -> JSON:
-        user_id = require(request.user_id, "user_id")
-        return reads().get_history(request.tenant_id, user_id, request.limit).model_dump(mode="json")
-
-    def export(request: DirectInvocation, _: LambdaContext) -> JSON:
-        user_id = require(request.user_id, "user_id")
-        return exports().export(request.tenant_id, user_id, request.cursor).model_dump(mode="json")
-
-    def job(request: DirectInvocation, _: LambdaContext) -> JSON:
-        return reads().get_job(request.tenant_id, require(request.job_id, "job_id")).model_dump(mode="json")
-
-    def facts(request: DirectInvocation, _: LambdaContext) -> JSON:
-        user_id = require(request.user_id, "user_id")
-        return (
-            lists()
-            .list_facts(request.tenant_id, user_id, request.limit, request.cursor)
-            .model_dump(mode="json")
-        )
-
-    def episodes(request: DirectInvocation, _: LambdaContext) -> JSON:
-        user_id = require(request.user_id, "user_id")
-        return (
-            lists()
-            .list_episodes(request.tenant_id, user_id, request.limit, request.cursor)
-            .model_dump(mode="json")
-        )
-
-    return {
-        "get_memory": memory,
-        "get_history": history,
-        "export_memory": export,
-        "get_job": job,
-        "list_facts": facts,
-        "list_episodes": episodes,
-    }

@@ -1,16 +1,18 @@
 """The condenser's direct action, `redrive_dead_letters` (docs/api.md "Direct invocation"): the
-payload is checked strictly, and every error leaves as the envelope the other functions' direct
-actions use (`api/direct.py`).
+payload is checked strictly, and every error leaves as the envelope of the other functions' direct
+actions (not a route: the condenser has no resolver).
 """
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
 
-from hippocampus.api.direct import answered, payload_object
-from hippocampus.api.envelope import JSON
-from hippocampus.contracts.errors import ValidationFailed
+from hippocampus.api.direct import payload_object
+from hippocampus.api.envelope import JSON, dependency_error, envelope, internal_error, validation_error
+from hippocampus.contracts.errors import ServiceError, ValidationFailed
 from hippocampus.contracts.redrive import REDRIVE_ACTION, RedriveRequest
 from hippocampus.domain.redrive import DeadLetterRedrive
 
@@ -40,3 +42,17 @@ def _request(event: Mapping[str, Any], serves_redrive: bool) -> RedriveRequest:
             [{"field": "action", "message": _ONE_OF, "type": "literal_error"}],
         )
     return RedriveRequest.model_validate(event)
+
+
+def answered(run: Callable[[], JSON]) -> JSON:
+    """What `run` answers, or the error envelope of what it raised: the action never raises."""
+    try:
+        return run()
+    except ValidationError as error:
+        return envelope(validation_error(list(error.errors())))
+    except ServiceError as error:
+        return envelope(error)
+    except (BotoCoreError, ClientError) as error:
+        return envelope(dependency_error(error))
+    except Exception as error:
+        return envelope(internal_error(error))

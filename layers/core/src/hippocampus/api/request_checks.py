@@ -195,16 +195,16 @@ def path_problem(method: str, path: str) -> ServiceError | None:
     return validation_error(errors) if errors else None
 
 
-def normalised(event: JSON, decoded_path: str) -> JSON:
-    """The event the resolver gets: the path decoded, and every Content-Type `application/json`, the
-    one spelling Powertools parses as JSON (a body is JSON by now; without a body it means nothing)."""
+def normalised(event: JSON) -> JSON:
+    """The event with every Content-Type `application/json`, the one spelling Powertools parses as
+    JSON (a body is JSON by now; without a body it means nothing)."""
 
     def header(name: str, value: Any) -> Any:
         if name.lower() != "content-type":
             return value
         return ["application/json"] * len(value) if isinstance(value, list) else "application/json"
 
-    normalised_event = {**event, "path": decoded_path}
+    normalised_event = dict(event)
     for field in ("headers", "multiValueHeaders"):
         if event.get(field):
             normalised_event[field] = {name: header(name, value) for name, value in event[field].items()}

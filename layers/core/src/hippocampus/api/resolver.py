@@ -1,5 +1,8 @@
 """The Powertools REST resolver with the service's error handling: every failure in the envelope."""
 
+from collections.abc import Sequence
+from typing import Any
+
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -9,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+from hippocampus.api.direct import PAYLOAD_SPELLING
 from hippocampus.api.envelope import dependency_error, error_response, internal_error, validation_error
 from hippocampus.contracts import routes
 from hippocampus.contracts.errors import MethodNotAllowed, NotFound, ServiceError, UnsupportedMediaType
@@ -17,9 +21,16 @@ from hippocampus.contracts.errors import MethodNotAllowed, NotFound, ServiceErro
 def build_resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
 
+    def invalid(errors: Sequence[Any]) -> Response[str]:
+        # A direct invoke names each field as its payload spells it (api/direct.py).
+        spelling = app.context.get(PAYLOAD_SPELLING)
+        if spelling is not None:
+            errors = [{**error, "loc": spelling(tuple(error.get("loc", ())))} for error in errors]
+        return error_response(validation_error(list(errors)))
+
     @app.exception_handler(RequestValidationError)
     def _invalid(error: RequestValidationError) -> Response[str]:
-        return error_response(validation_error(list(error.errors())))
+        return invalid(error.errors())
 
     @app.exception_handler(RequestUnsupportedContentType)
     def _media_type(_: RequestUnsupportedContentType) -> Response[str]:
@@ -30,7 +41,7 @@ def build_resolver() -> APIGatewayRestResolver:
 
     @app.exception_handler(ValidationError)
     def _invalid_model(error: ValidationError) -> Response[str]:
-        return error_response(validation_error(list(error.errors())))
+        return invalid(error.errors())
 
     @app.exception_handler(ServiceError)
     def _service(error: ServiceError) -> Response[str]:

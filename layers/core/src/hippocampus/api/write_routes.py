@@ -1,24 +1,19 @@
 """Routes of the write path (the ingest function): ingest, replace, forget, delete a fact."""
 
 import uuid
-from collections.abc import Callable
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
-from hippocampus.api.direct import DirectHandler, require
-from hippocampus.api.envelope import JSON
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.api.params import FactId, IdempotencyKey, IfMatch, TenantId, UserId
 from hippocampus.api.responses import memory_response, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
-    DirectInvocation,
     IngestRequest,
     JobsResponse,
     MemoryBody,
@@ -114,38 +109,3 @@ def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Respons
 def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
     edits.delete_fact(tenant_id, user_id, fact_id)
     return Response(status_code=204)
-
-
-def direct_actions(
-    ingest: Callable[[], IdempotentIngest], edits: Callable[[], EditService]
-) -> dict[str, DirectHandler]:
-    """The write actions of a direct invoke, served by the services the providers give."""
-
-    def ingest_items(request: DirectInvocation, context: LambdaContext) -> JSON:
-        user_id = require(request.user_id, "user_id")
-        items = IngestRequest.model_validate({"items": request.items, "upsert": request.upsert})
-        request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
-        jobs = ingest()(request.tenant_id, user_id, items, request_id, request.idempotency_key, context)
-        return jobs.model_dump(mode="json")
-
-    def put(request: DirectInvocation, _: LambdaContext) -> JSON:
-        body = PutMemoryRequest.model_validate(
-            {"memory": request.memory, "expected_version": request.expected_version}
-        )
-        user_id = require(request.user_id, "user_id")
-        written = edits().put_memory(request.tenant_id, user_id, body.memory, body.expected_version)
-        return written.body.model_dump(mode="json")
-
-    def delete(request: DirectInvocation, _: LambdaContext) -> None:
-        edits().delete_memory(request.tenant_id, require(request.user_id, "user_id"))
-
-    def delete_one_fact(request: DirectInvocation, _: LambdaContext) -> None:
-        user_id = require(request.user_id, "user_id")
-        edits().delete_fact(request.tenant_id, user_id, require(request.fact_id, "fact_id"))
-
-    return {
-        "ingest": ingest_items,
-        "put_memory": put,
-        "delete_memory": delete,
-        "delete_fact": delete_one_fact,
-    }

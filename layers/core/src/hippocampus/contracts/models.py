@@ -14,13 +14,9 @@ from pydantic import (
 
 from hippocampus.contracts.json_values import max_json_bytes
 from hippocampus.contracts.limits import (
-    DEFAULT_HISTORY_LIMIT,
     IDENTIFIER_PATTERN,
     MAX_ADDITIONAL_METADATA_BYTES,
-    MAX_CURSOR_CHARS,
     MAX_CUSTOM_INSTRUCTIONS_CHARS,
-    MAX_HISTORY_LIMIT,
-    MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_ITEMS,
     MAX_METADATA_BYTES,
     MAX_PAIRS,
@@ -254,40 +250,3 @@ class CondenseMessage(Record):
     raw_key: str
     raw_index: int
     queued_at: datetime
-
-
-ActionName = Literal[
-    "get_memory",
-    "get_job",
-    "get_history",
-    "export_memory",
-    "ingest",
-    "put_memory",
-    "delete_memory",
-    "delete_fact",
-    "list_facts",
-    "list_episodes",
-    "query_memory",
-    "get_context",
-]
-
-
-class DirectInvocation(Model):
-    """Payload of a direct `lambda:Invoke` (no API Gateway)."""
-
-    action: ActionName
-    tenant_id: Identifier
-    user_id: Identifier | None = None
-    job_id: Identifier | None = None
-    fact_id: Identifier | None = None
-    items: list[dict[str, Any]] | None = None
-    memory: str | None = None
-    expected_version: int | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)] = DEFAULT_HISTORY_LIMIT
-    cursor: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR_CHARS)] | None = None
-    idempotency_key: (
-        Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None
-    ) = None
-    upsert: bool = True  # `ingest`: false keeps an existing fact id (docs/api.md "Ingest")
-    # The body of `query_memory` and `get_context`, as the HTTP routes take it (docs/api.md "Recall").
-    request: dict[str, Any] | None = None
