@@ -33,7 +33,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
-from hippocampus.api import read_routes, recall_routes, write_routes
+from hippocampus.api import openapi, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts import routes
@@ -715,7 +715,7 @@ class Ports:
         edits, ingest, recall = self.edits(), self.idempotent_ingest(), self.recall()
         return {
             "get_memory": api_function(
-                [read_routes.router],
+                [read_routes.router, openapi.router],
                 {
                     read_routes.read_service: self.reads,
                     read_routes.export_service: self.exports,
