@@ -2,7 +2,12 @@
 
 A moto server on 127.0.0.1 holds the deployed resources and one user's memory. Each case is a
 fresh `python -c ...` process that times itself from its first statement to its answer, best of
-RUNS (the least disturbed run of a 2-core machine):
+RUNS (the least disturbed run of a 2-core machine). The processes run what Lambda runs: the
+project's modules (core layer, functions) from a copy compiled to bytecode beforehand, as the
+deployed layers ship them (hash-based, never re-checked), and third-party packages from their
+installed bytecode (checked: a module compiled at import would be reported). Without that, this
+environment's PYTHONDONTWRITEBYTECODE makes every fresh process compile the project again, a
+cost no deployed cold start pays; that development figure is printed too, for get_memory.
 - baseline: `import boto3`, one DynamoDB client, one `GetItem` of that memory item — what any
   Lambda that reads DynamoDB pays at a cold start;
 - get_memory: import its handler module (Lambda's init phase), answer one GET of the memory;
@@ -18,6 +23,8 @@ Figures only, no assertions: `make bench` runs it.
 
 import json
 import logging
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,7 @@ from hippocampus.contracts.names import TABLE_PARTITION_KEY, TABLE_SORT_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
+CORE_SOURCES = ROOT / "layers" / "core" / "src"
 RUNS = 9
 TENANT, USER = "acme", "alice"  # the user of events/api_get_memory.json and api_put_memory.json
 
@@ -59,9 +67,45 @@ def baseline(table: str) -> str:
     )
 
 
-def handler_request(function: str, event_file: Path, status: int) -> str:
-    """Import `function`'s handler and answer the event in `event_file` with `status`."""
-    path = ROOT / "functions" / function / "handler.py"
+def deployed_layout(scratch: Path) -> Path:
+    """The project's modules as a deployment ships them, under `scratch`: the core layer's package
+    in `python/` (where a layer's modules are found) and the functions' code in `functions/`, each
+    compiled as the asset build compiles them (hash-based .pyc that are never checked against the
+    source). Returns the folder that holds `python/` and `functions/`."""
+    shutil.copytree(CORE_SOURCES / "hippocampus", scratch / "python" / "hippocampus")
+    shutil.copytree(ROOT / "functions", scratch / "functions")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            str(scratch),
+        ],
+        check=True,
+    )
+    return scratch
+
+
+# Run in a child after its handler is imported: the modules it loaded without bytecode to read
+# (compiled from source at import, which no deployed cold start does).
+_UNCOMPILED = (
+    "import importlib.util as iu, os, sys\n"
+    "print(json.dumps(sorted(n for n, m in list(sys.modules.items())\n"
+    "    if (getattr(m, '__file__', None) or '').endswith('.py')\n"
+    "    and not os.path.exists(iu.cache_from_source(m.__file__)))))"
+)
+
+
+def handler_request(
+    function: str, event_file: Path, status: int, code_root: Path = ROOT, check: str = ""
+) -> str:
+    """Import `function`'s handler (under `code_root`) and answer the event in `event_file` with `status`."""
+    path = code_root / "functions" / function / "handler.py"
     return _timed(
         "import importlib.util as u, json\n"
         f"s = u.spec_from_file_location('handler', {str(path)!r}); m = u.module_from_spec(s)\n"
@@ -69,7 +113,7 @@ def handler_request(function: str, event_file: Path, status: int) -> str:
         f"{_CONTEXT}"
         f"event = json.loads(open({str(event_file)!r}).read())\n"
         "answer = m.lambda_handler(event, C())\n"
-        f"assert answer['statusCode'] == {status}, answer"
+        f"assert answer['statusCode'] == {status}, answer\n{check}"
     )
 
 
@@ -77,9 +121,12 @@ def handler_request(function: str, event_file: Path, status: int) -> str:
 PIECES = (
     ("import boto3", "import boto3"),
     ("pydantic: import + first model built", "import pydantic\nclass M(pydantic.BaseModel): a: int\nM(a=1)"),
-    ("pydantic-settings", "import pydantic_settings"),
     ("Powertools Logger, Metrics", "import aws_lambda_powertools"),
     ("Powertools event handler (REST resolver)", "import aws_lambda_powertools.event_handler"),
+    (
+        "settings parsed (hippocampus.settings)",
+        "import hippocampus.settings\nhippocampus.settings.get_settings()",
+    ),
     ("the service's modules (hippocampus.wiring)", "import hippocampus.wiring"),
     ("building the handler", "handler = hippocampus.wiring.get_memory_handler()"),
     ("first GET: DynamoDB client + Query + answer", "handler(event, C())"),
@@ -135,38 +182,61 @@ def best_ms(codes: list[str], environment: dict[str, str]) -> float:
     return min(run_ms(code, environment) for code in codes)
 
 
+def check_bytecode(code_root: Path, environment: dict[str, str]) -> None:
+    """Fail when get_memory's cold start would compile a module: the figures would not be Lambda's."""
+    code = handler_request("get_memory", EVENTS / "api_get_memory.json", 200, code_root, _UNCOMPILED)
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    uncompiled = [name for name in json.loads(done.stdout.strip().splitlines()[-2]) if name != "__main__"]
+    if uncompiled:
+        raise RuntimeError(f"modules without bytecode (compile them first): {', '.join(uncompiled)}")
+
+
 def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines between the figures
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        environment = function_environment(f"http://127.0.0.1:{port}", ROOT)
-        run_ms(handler_request("ingest", EVENTS / "api_put_memory.json", 200), environment)  # the memory
         with tempfile.TemporaryDirectory() as scratch:
+            sources = {
+                **function_environment(f"http://127.0.0.1:{port}", ROOT),
+                "PYTHONPATH": f"{CORE_SOURCES}{os.pathsep}{ROOT}",
+            }
+            deployed = deployed_layout(Path(scratch) / "deployed")
+            # The compiled copy is found first: ahead of the editable install of the core layer.
+            environment = {**sources, "PYTHONPATH": str(deployed / "python")}
+            check_bytecode(deployed, environment)
+            run_ms(handler_request("ingest", EVENTS / "api_put_memory.json", 200, deployed), environment)
             posts = []
             for run in range(RUNS):
                 event_file = Path(scratch) / f"post-{run}.json"
                 event_file.write_text(json.dumps(one_turn_event(f"cold-{uuid.uuid4().hex[:8]}")))
-                posts.append(handler_request("ingest", event_file, 202))
+                posts.append(handler_request("ingest", event_file, 202, deployed))
             base = best_ms([baseline(environment["MEMORY_TABLE_NAME"])] * RUNS, environment)
             cases = {
-                "get_memory: import + first GET memory (target <= 1.3x)": [
-                    handler_request("get_memory", EVENTS / "api_get_memory.json", 200)
-                ]
-                * RUNS,
-                "ingest: import + first POST of one turn (target <= 2x)": posts,
-                "recall: import + first POST query (target <= 2x)": [
-                    handler_request("recall", EVENTS / "api_post_query.json", 200)
-                ]
-                * RUNS,
+                "get_memory: import + first GET memory (target <= 1.3x)": (
+                    [handler_request("get_memory", EVENTS / "api_get_memory.json", 200, deployed)] * RUNS,
+                    environment,
+                ),
+                "ingest: import + first POST of one turn (target <= 2x)": (posts, environment),
+                "recall: import + first POST query (target <= 2x)": (
+                    [handler_request("recall", EVENTS / "api_post_query.json", 200, deployed)] * RUNS,
+                    environment,
+                ),
+                "get_memory from sources (compiled at every start, dev)": (
+                    [handler_request("get_memory", EVENTS / "api_get_memory.json", 200)] * RUNS,
+                    sources,
+                ),
             }
             print(
-                f"cold start, best of {RUNS} fresh processes (python {sys.version.split()[0]}), moto on 127.0.0.1"
+                f"cold start, best of {RUNS} fresh processes (python {sys.version.split()[0]}), moto on 127.0.0.1,"
+                " the project compiled to bytecode as deployed"
             )
             print(f"{'baseline: import boto3 + client + one GetItem':58s} {base:7.1f} ms   1.00x")
-            for label, codes in cases.items():
-                ms = best_ms(codes, environment)
+            for label, (codes, env) in cases.items():
+                ms = best_ms(codes, env)
                 print(f"{label:58s} {ms:7.1f} ms   {ms / base:5.2f}x")
             print_pieces(environment, base)
     finally:
