@@ -55,10 +55,14 @@ def comparable(value: Any) -> Any:
     return value
 
 
-def http_body(functions: dict[str, Any], event: dict[str, Any], context: Context) -> Any:
-    route = routes.match(event["httpMethod"], event["path"])
+def function_of(method: str, path: str) -> str:
+    route = routes.match(method, path)
     assert route is not None
-    response = functions[route.function](
+    return route.function
+
+
+def http_body(functions: dict[str, Any], event: dict[str, Any], context: Context) -> Any:
+    response = functions[function_of(event["httpMethod"], event["path"])](
         {**event, "requestContext": {"requestId": context.aws_request_id}}, context
     )
     return json.loads(response["body"]) if response.get("body") else {}
@@ -76,7 +80,7 @@ def test_every_route_has_a_direct_sample_and_an_http_sample() -> None:
 @pytest.mark.parametrize(("invoke_sample", "api_sample"), PAIRS.items())
 def test_a_direct_sample_gives_the_body_of_its_route(invoke_sample: str, api_sample: str) -> None:
     payload, event = load(invoke_sample), load(api_sample)
-    function = routes.match(event["httpMethod"], event["path"]).function
+    function = function_of(event["httpMethod"], event["path"])
     context = Context()
     direct_body = seeded_functions()[function](payload, context)
     assert comparable(direct_body) == comparable(http_body(seeded_functions(), event, context))
@@ -120,7 +124,7 @@ def test_a_direct_sample_gives_the_body_of_its_route(invoke_sample: str, api_sam
 def test_payload_fields_are_the_routes_parameters_and_body(
     payload: dict[str, Any], method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
 ) -> None:
-    function = routes.match(method, path.format(tenant_id="acme", user_id="alice")).function
+    function = function_of(method, path.format(tenant_id="acme", user_id="alice"))
     event = api_event(method, path.format(tenant_id="acme", user_id="alice"), body, headers, query)
     context = Context()
     answer = seeded_functions()[function](payload, context)
