@@ -8,6 +8,7 @@ them) and the TTL of the raw payloads it was rendered from (docs/architecture.md
 import json
 from typing import Any
 
+from hippocampus.adapters.dynamodb_items import Item, current, decoded_all
 from hippocampus.adapters.dynamodb_jobs import job_update
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
@@ -18,7 +19,6 @@ from hippocampus.adapters.dynamodb_table import (
     generation_check,
     iso,
     key,
-    plain_item,
     user_pk,
     values,
 )
@@ -59,8 +59,7 @@ def episode_put(
     return {"Put": {"TableName": table.name, "Item": values(item)}}
 
 
-def episode_of(raw: dict[str, Any]) -> Episode:
-    item = plain_item(raw)
+def episode_of(item: Item) -> Episode:
     return Episode(
         id=item["id"],
         job_id=item["job_id"],
@@ -70,7 +69,7 @@ def episode_of(raw: dict[str, Any]) -> Episode:
         metadata=json.loads(item.get("metadata") or "{}"),
         additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
         created_at=item["created_at"],
-        position=int(item.get("position", 0)),
+        position=item.get("position", 0),
     )
 
 
@@ -110,12 +109,10 @@ class DynamoEpisodeStore:
         return [count, *puts]
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
-        pk = user_pk(tenant_id, user_id)
-        return [
-            episode_of(raw)
-            for raw in self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX)
-            if self._current(raw, generation)
-        ]
+        items = decoded_all(
+            self._table.query_partition(user_pk(tenant_id, user_id), sk_prefix=EPISODE_PREFIX)
+        )
+        return [episode_of(item) for item in current(items, generation, self._table.epoch())]
 
     def list_episodes(
         self, tenant_id: str, user_id: str, generation: int, limit: int, after: EpisodePlace | None
@@ -134,9 +131,9 @@ class DynamoEpisodeStore:
         if after is not None:
             kwargs["ExclusiveStartKey"] = key(user_pk(tenant_id, user_id), episode_sk(after))
         response = self._table.client().query(**kwargs)
-        raws = response.get("Items", [])
-        episodes = [episode_of(raw) for raw in raws[:limit] if self._current(raw, generation)]
-        return episodes, len(raws) > limit
+        items = decoded_all(response.get("Items", []))
+        episodes = [episode_of(item) for item in current(items[:limit], generation, self._table.epoch())]
+        return episodes, len(items) > limit
 
     def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
         """Remove the oldest episodes beyond the newest `keep`; return how many went."""
@@ -156,6 +153,3 @@ class DynamoEpisodeStore:
             ExpressionAttributeValues=values({":left": len(keys) - len(excess)}),
         )
         return len(excess)
-
-    def _current(self, raw: dict[str, Any], generation: int) -> bool:
-        return int(raw.get("generation", {}).get("N", "0")) == generation and not self._table.expired(raw)

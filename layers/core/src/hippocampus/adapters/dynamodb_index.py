@@ -6,6 +6,7 @@ the records it holds (docs/architecture.md "Storage layout").
 
 from typing import Any
 
+from hippocampus.adapters.dynamodb_items import Item
 from hippocampus.adapters.dynamodb_table import JOB_REF_PREFIX, Table, index_pk, values
 from hippocampus.contracts.models import CondenseMessage, Job
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
@@ -42,15 +43,15 @@ def queue_order(message: CondenseMessage) -> tuple[str, str, int]:
     return (message.queued_at.isoformat(), message.raw_key, message.raw_index)
 
 
-def open_message(item: dict[str, Any]) -> CondenseMessage:
+def open_message(item: Item) -> CondenseMessage:
     """The queue message of a stored, queued turn: what its own message will say when it arrives."""
     return CondenseMessage(
         job_id=item["job_id"],
         tenant_id=item["tenant_id"],
         user_id=item["user_id"],
         item_id=item["item_id"],
-        generation=int(item["generation"]),
+        generation=item["generation"],
         raw_key=item["raw_key"],
-        raw_index=int(item["raw_index"]),
+        raw_index=item["raw_index"],
         queued_at=item["created_at"],
     )

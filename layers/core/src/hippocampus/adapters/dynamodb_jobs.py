@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_index import OPEN_JOBS_WALK, open_message, queue_order, ref_job_id
+from hippocampus.adapters.dynamodb_items import decoded_all, generation_of, is_expired
 from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
@@ -24,7 +25,6 @@ from hippocampus.adapters.dynamodb_table import (
     iso,
     job_pk,
     key,
-    plain_item,
     values,
 )
 from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
@@ -108,21 +108,24 @@ class DynamoJobStore:
     def open_jobs(self, tenant_id: str, user_id: str, limit: int) -> list[CondenseMessage]:
         # Newest first, back to the newest turn that is settled: the open turns behind it are the
         # rest of the user's queue, in order. Further back than one page, the order is not known.
-        refs = self._table.newest(index_pk(tenant_id, user_id), JOB_REF_PREFIX, OPEN_JOBS_WALK)
-        keys = [key(job_pk(tenant_id, ref_job_id(raw[SK]["S"])), JOB_SK) for raw in refs]
+        refs = decoded_all(self._table.newest(index_pk(tenant_id, user_id), JOB_REF_PREFIX, OPEN_JOBS_WALK))
+        keys = [key(job_pk(tenant_id, ref_job_id(ref[SK])), JOB_SK) for ref in refs]
+        epoch = self._table.epoch()
         stored = {
-            raw["job_id"]["S"]: raw for raw in self._table.batch_get(keys) if not self._table.expired(raw)
+            item["job_id"]: item
+            for item in decoded_all(self._table.batch_get(keys))
+            if not is_expired(item, epoch)
         }
         open_turns: list[CondenseMessage] = []
         for ref in refs:
-            raw = stored.get(ref_job_id(ref[SK]["S"]))
-            if raw is None or "raw_key" not in raw:
+            item = stored.get(ref_job_id(ref[SK]))
+            if item is None or "raw_key" not in item:
                 continue  # gone, or a fact
-            status = raw["status"]["S"]
+            status = item["status"]
             if status in ("completed", "skipped", "failed"):
                 break
             if status == "queued":
-                open_turns.append(open_message(plain_item(raw)))
+                open_turns.append(open_message(item))
         else:
             if len(refs) == OPEN_JOBS_WALK:
                 return []
@@ -130,7 +133,7 @@ class DynamoJobStore:
 
     def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
         refs = self._table.query_partition(index_pk(tenant_id, user_id), sk_prefix=JOB_REF_PREFIX)
-        jobs = self.get_jobs(tenant_id, [ref_job_id(raw[SK]["S"]) for raw in refs])
+        jobs = self.get_jobs(tenant_id, [ref_job_id(ref[SK]) for ref in decoded_all(refs)])
         return sorted(jobs.values(), key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
@@ -139,13 +142,14 @@ class DynamoJobStore:
         "Forgetting a user")."""
         swept: list[dict[str, Any]] = []
         job_ids: list[str] = []
-        for raw in self._table.query_partition(index_pk(tenant_id, user_id), projection="pk, sk, #g"):
-            sk = raw[SK]["S"]
-            if sk.startswith(JOB_REF_PREFIX):
-                if int(raw.get("generation", {}).get("N", "0")) >= generation:
+        for item in decoded_all(
+            self._table.query_partition(index_pk(tenant_id, user_id), projection="pk, sk, #g")
+        ):
+            if item[SK].startswith(JOB_REF_PREFIX):
+                if generation_of(item) >= generation:
                     continue  # a job of the user's new life
-                job_ids.append(ref_job_id(sk))
-            swept.append({PK: raw[PK], SK: raw[SK]})
+                job_ids.append(ref_job_id(item[SK]))
+            swept.append(key(item[PK], item[SK]))
         jobs = self.get_jobs(tenant_id, job_ids)
         gone = [job_id for job_id, job in jobs.items() if not self._redact_in_flight(job)]
         self._table.batch_delete([key(job_pk(tenant_id, job_id), JOB_SK) for job_id in gone])

@@ -8,6 +8,15 @@ from typing import Any
 
 from hippocampus.adapters.dynamodb_episodes import episode_put
 from hippocampus.adapters.dynamodb_facts import FactCommits
+from hippocampus.adapters.dynamodb_items import (
+    Item,
+    current,
+    decoded,
+    decoded_all,
+    generation_of,
+    is_expired,
+    with_prefix,
+)
 from hippocampus.adapters.dynamodb_jobs import job_update
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
@@ -23,7 +32,6 @@ from hippocampus.adapters.dynamodb_table import (
     Table,
     iso,
     key,
-    plain_item,
     user_pk,
     values,
 )
@@ -49,28 +57,21 @@ class DynamoMemoryStore:
         if not with_facts:
             return self.memory_state(self._get_memory_item(pk)), []
         state, facts = self.memory_and_fact_items(pk)
-        return state, [fact_of(plain_item(raw)) for raw in facts]
+        return state, [fact_of(item) for item in facts]
 
-    def memory_and_fact_items(self, pk: str) -> tuple[MemoryState, list[dict[str, Any]]]:
+    def memory_and_fact_items(self, pk: str) -> tuple[MemoryState, list[Item]]:
         """The memory's state and its current facts as stored (recall also reads their vectors),
         in one Query: `FACT#…` and `MEMORY` sort after `EPISODE#…`, so it never touches the episodes."""
-        memory_raw: dict[str, Any] | None = None
-        facts: list[dict[str, Any]] = []
-        for raw in self._table.query_partition(pk, sk_from=FACT_PREFIX):
-            sk = raw[SK]["S"]
-            if sk == MEMORY_SK:
-                memory_raw = raw
-            elif sk.startswith(FACT_PREFIX) and not self._table.expired(raw):
-                facts.append(raw)
-        state = self.memory_state(memory_raw)
-        # A fact of an earlier generation is one a delete has not finished erasing: never shown.
-        return state, [
-            raw for raw in facts if int(raw.get("generation", {}).get("N", "0")) == state.generation
-        ]
+        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
+        state = self.memory_state(next((item for item in items if item[SK] == MEMORY_SK), None))
+        return state, self._current_facts(items, state.generation)
+
+    def _current_facts(self, items: list[Item], generation: int) -> list[Item]:
+        return current(with_prefix(items, FACT_PREFIX), generation, self._table.epoch())
 
     def read_generation(self, tenant_id: str, user_id: str) -> int:
-        raw = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")
-        return int(raw.get("generation", {}).get("N", "0")) if raw else 0
+        item = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")
+        return generation_of(item) if item else 0
 
     def write_memory(self, write: MemoryWrite) -> None:
         now = self._table.now()
@@ -132,28 +133,23 @@ class DynamoMemoryStore:
         pk = user_pk(tenant_id, user_id)
         if fact_ids is None:
             # The memory item first: a fact committed after this read bumps the revision it holds.
-            memory_raw = self._get_memory_item(pk)
-            raws = list(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
+            memory = self._get_memory_item(pk)
+            items = decoded_all(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
         else:  # the memory item and the facts named, whatever else the user holds
             keys = [key(pk, MEMORY_SK)] + [key(pk, FACT_PREFIX + fact_id) for fact_id in set(fact_ids)]
-            raws = self._table.batch_get(keys)
-            memory_raw = next((raw for raw in raws if raw[SK]["S"] == MEMORY_SK), None)
-        state = self.memory_state(memory_raw)
-        facts: dict[str, StoredFact] = {}
-        for raw in raws:
-            if not raw[SK]["S"].startswith(FACT_PREFIX) or self._table.expired(raw):
-                continue
-            if int(raw.get("generation", {}).get("N", "0")) != state.generation:
-                continue  # of a generation a delete is still erasing: not the user's
-            item = plain_item(raw)
-            size = int(item[FACT_SIZE]) if FACT_SIZE in item else None
-            facts[item["id"]] = StoredFact(fact_of(item), size)
-        memory = plain_item(memory_raw) if memory_raw else {}
+            items = decoded_all(self._table.batch_get(keys))
+            memory = next((item for item in items if item[SK] == MEMORY_SK), None)
+        state = self.memory_state(memory)
+        facts = {
+            item["id"]: StoredFact(fact_of(item), item.get(FACT_SIZE))
+            for item in self._current_facts(items, state.generation)
+        }
+        memory = memory or {}
         counts = None
         if FACT_COUNT in memory:
-            counts = FactCounts(int(memory[FACT_COUNT]), int(memory.get(FACT_BYTES, 0)))
-        settling = int(memory.get(FACTS_SETTLING_UNTIL, 0)) > self._table.epoch()
-        revision = int(memory.get(FACT_REVISION, 0))
+            counts = FactCounts(memory[FACT_COUNT], memory.get(FACT_BYTES, 0))
+        settling = memory.get(FACTS_SETTLING_UNTIL, 0) > self._table.epoch()
+        revision = memory.get(FACT_REVISION, 0)
         return FactLedger(
             state.generation, state.version, dict(sorted(facts.items())), counts, revision, settling
         )
@@ -179,18 +175,17 @@ class DynamoMemoryStore:
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
         )
-        generation = int(result["Attributes"]["generation"]["N"])
+        generation = generation_of(decoded(result["Attributes"]))
         # Facts and episodes written after the tombstone carry the new generation and stay.
         older = [
-            {PK: raw[PK], SK: raw[SK]}
-            for raw in self._table.query_partition(pk, projection="pk, sk, #g")
-            if raw[SK]["S"].startswith((FACT_PREFIX, EPISODE_PREFIX))
-            and int(raw.get("generation", {}).get("N", "0")) < generation
+            key(item[PK], item[SK])
+            for item in decoded_all(self._table.query_partition(pk, projection="pk, sk, #g"))
+            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX)) and generation_of(item) < generation
         ]
         self._table.batch_delete(older)
         return generation
 
-    def _get_memory_item(self, pk: str, projection: str | None = None) -> dict[str, Any] | None:
+    def _get_memory_item(self, pk: str, projection: str | None = None) -> Item | None:
         kwargs: dict[str, Any] = {
             "TableName": self._table.name,
             "Key": key(pk, MEMORY_SK),
@@ -199,32 +194,30 @@ class DynamoMemoryStore:
         if projection:
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
-        item: dict[str, Any] | None = self._table.client().get_item(**kwargs).get("Item")
-        return item
+        raw = self._table.client().get_item(**kwargs).get("Item")
+        return decoded(raw) if raw else None
 
-    def memory_state(self, raw: dict[str, Any] | None) -> MemoryState:
-        if not raw:
+    def memory_state(self, item: Item | None) -> MemoryState:
+        if not item:
             return MemoryState()
-        item = plain_item(raw)
-        generation = int(item.get("generation", 0))
-        if self._table.expired(raw) or "memory" not in item:
+        if is_expired(item, self._table.epoch()) or "memory" not in item:
             return MemoryState(
-                generation=generation,
-                episode_count=int(item.get(EPISODE_COUNT, 0)),
-                version_floor=int(item.get("version", 0)),
+                generation=generation_of(item),
+                episode_count=item.get(EPISODE_COUNT, 0),
+                version_floor=item.get("version", 0),
             )
         updated_at = item.get("updated_at")
         return MemoryState(
             memory=str(item["memory"]),
-            version=int(item.get("version", 0)),
-            word_count=int(item.get("word_count", 0)),
+            version=item.get("version", 0),
+            word_count=item.get("word_count", 0),
             updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
-            generation=generation,
-            episode_count=int(item.get(EPISODE_COUNT, 0)),
+            generation=generation_of(item),
+            episode_count=item.get(EPISODE_COUNT, 0),
         )
 
 
-def fact_of(item: dict[str, Any]) -> Fact:
+def fact_of(item: Item) -> Fact:
     return Fact(
         id=item["id"],
         text=item["text"],

@@ -10,32 +10,28 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_episodes import episode_of
+from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, generation_of
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
 from hippocampus.adapters.dynamodb_table import (
     EPISODE_PREFIX,
     FACT_PREFIX,
     Table,
-    expires_at,
     is_condition_failure,
     key,
-    plain_item,
     user_pk,
     values,
 )
 from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 
-def _vector(raw: dict[str, Any]) -> Vector | None:
-    if VECTOR_ATTRIBUTE not in raw or VECTOR_MODEL_ATTRIBUTE not in raw:
+def _vector(item: Item) -> Vector | None:
+    if VECTOR_ATTRIBUTE not in item or VECTOR_MODEL_ATTRIBUTE not in item:
         return None
-    return Vector(raw[VECTOR_MODEL_ATTRIBUTE]["S"], unpack(bytes(raw[VECTOR_ATTRIBUTE]["B"])))
-
-
-def _generation(raw: dict[str, Any]) -> int:
-    return int(raw.get("generation", {}).get("N", "0"))
+    return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
 
 
 class DynamoRecallStore:
@@ -51,10 +47,12 @@ class DynamoRecallStore:
         state, facts = self._memory.memory_and_fact_items(pk)
 
         def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
+            # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
+            items = decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start))
             return [
-                (raw[SK]["S"], CachedEpisode(Indexed(episode_of(raw), _vector(raw)), expires_at(raw)))
-                for raw in self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start)
-                if _generation(raw) == state.generation
+                (item[SK], CachedEpisode(Indexed(episode_of(item), _vector(item)), item.get(TTL)))
+                for item in items
+                if generation_of(item) == state.generation
             ]
 
         episodes = self._cache.episodes(
@@ -62,21 +60,17 @@ class DynamoRecallStore:
         )
         return Corpus(
             state=state,
-            facts=[Indexed(fact_of(plain_item(raw)), _vector(raw)) for raw in facts],
+            facts=[Indexed(fact_of(item), _vector(item)) for item in facts],
             episodes=episodes.current(self._table.epoch()),
         )
 
     def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
         pk = user_pk(tenant_id, user_id)
         generation = self._memory.read_generation(tenant_id, user_id)
-        due = [
-            raw
-            for raw in self._table.query_partition(pk, sk_prefix=FACT_PREFIX)
-            if self._due(raw, model, generation)
-        ]
-        recent = self._table.newest(pk, EPISODE_PREFIX, recent_episodes)
-        due += [raw for raw in recent if self._due(raw, model, generation)]
-        return [_unindexed(raw) for raw in due]
+        facts = decoded_all(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
+        recent = decoded_all(self._table.newest(pk, EPISODE_PREFIX, recent_episodes))
+        documents = current([*facts, *recent], generation, self._table.epoch())
+        return [_unindexed(item) for item in documents if item.get(VECTOR_MODEL_ATTRIBUTE) != model]
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
         # Only on the item as it was read: a fact replaced since keeps no vector of the old text.
@@ -98,13 +92,8 @@ class DynamoRecallStore:
             raise
         return True
 
-    def _due(self, raw: dict[str, Any], model: str, generation: int) -> bool:
-        stored = raw.get(VECTOR_MODEL_ATTRIBUTE, {}).get("S")
-        return stored != model and _generation(raw) == generation and not self._table.expired(raw)
 
-
-def _unindexed(raw: dict[str, Any]) -> Unindexed:
-    item = plain_item(raw)
+def _unindexed(item: Item) -> Unindexed:
     kind = "fact" if item[SK].startswith(FACT_PREFIX) else "episode"
     text = item["text"] if not item.get("title") else f"{item['title']}\n{item['text']}"
     return Unindexed(kind, item[SK], text, str(item.get("updated_at", item.get("created_at", ""))))
