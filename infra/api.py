@@ -18,7 +18,7 @@ from constructs import Construct
 from hippocampus.contracts.limits import IDENTIFIER_PATTERN
 from hippocampus.contracts.routes import ROUTES, TENANT_PREFIX
 from infra.config import DeploymentConfig
-from infra.functions import retention
+from infra.functions import entry_point, retention
 from infra.nag import acknowledge, nag_text
 from infra.storage import removal_policy
 
@@ -190,8 +190,9 @@ class Api(Construct):
             validate_request_parameters=True,
             validate_request_body=False,
         )
+        # Through the `live` alias of a SnapStart function (only its published versions have a snapshot).
         self._integrations = {
-            name: apigw.LambdaIntegration(function, proxy=True, scope_permission_to_method=False)
+            name: apigw.LambdaIntegration(entry_point(function), proxy=True, scope_permission_to_method=False)
             for name, function in functions.items()
         }
         self._add_routes()

@@ -130,6 +130,12 @@ class DeploymentConfig(BaseModel):
 
     alarm_email: Email | None = Field(None, description="E-mail subscribed to the alarm topic.")
     architecture: Architecture = Field("arm64", description="Lambda architecture.")
+    snapstart: bool = Field(
+        False,
+        description="Lambda SnapStart for the read functions (get_memory, recall): each deployment "
+        "publishes a version (initialized and snapshotted) behind a `live` alias that the API calls; "
+        "billed for the snapshot's cache while the version exists and for every restore.",
+    )
     removal_policy: Literal["retain", "destroy"] = Field(
         "retain", description="What `cdk destroy` does with tables, buckets and log groups."
     )

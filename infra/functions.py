@@ -6,7 +6,7 @@ What each role may do is in `infra.grants`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -28,6 +28,11 @@ from tools.assets import BuiltAssets
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
+
+# The functions a user waits on at a cold start, which `snapstart` starts from a snapshot
+# (docs/configuration.md); their handlers prime what the snapshot holds (functions/*/handler.py).
+SNAPSTART_FUNCTIONS: Final[frozenset[FunctionName]] = frozenset({"get_memory", "recall"})
+LIVE_ALIAS: Final = "live"
 
 _RETENTION: Final = {
     1: logs.RetentionDays.ONE_DAY,
@@ -120,7 +125,9 @@ class ServiceFunction(Construct):
             application_log_level_v2=_APP_LOG_LEVEL[config.log_level],
             system_log_level_v2=lambda_.SystemLogLevel.INFO,
             environment=dict(environment),
+            **_snapstart_options(config, spec.name),
         )
+        self.alias = self._live_alias(config, spec.name)
         acknowledge(
             self.function,
             "AwsSolutions-L1",
@@ -135,6 +142,38 @@ class ServiceFunction(Construct):
                 "Lambda active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
                 "which support no resource-level permissions (Resource '*' is the only valid value).",
             )
+
+    @property
+    def entry_point(self) -> lambda_.IFunction:
+        """What the API and direct invokers call: the `live` alias under SnapStart, else the function."""
+        return self.alias or self.function
+
+    def _live_alias(self, config: DeploymentConfig, name: FunctionName) -> lambda_.Alias | None:
+        # SnapStart applies to published versions only ($LATEST always initializes): each deployment
+        # publishes one (current_version) and moves the alias to it.
+        if not snapstart_applies(config, name):
+            return None
+        return lambda_.Alias(self, "LiveAlias", alias_name=LIVE_ALIAS, version=self.function.current_version)
+
+
+def snapstart_applies(config: DeploymentConfig, name: FunctionName) -> bool:
+    return config.snapstart and name in SNAPSTART_FUNCTIONS
+
+
+def _snapstart_options(config: DeploymentConfig, name: FunctionName) -> dict[str, Any]:
+    if not snapstart_applies(config, name):
+        return {}
+    return {
+        "snap_start": lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS,
+        # A replaced version is deleted: every version kept would keep its snapshot's cache billed.
+        "current_version_options": lambda_.VersionOptions(removal_policy=cdk.RemovalPolicy.DESTROY),
+    }
+
+
+def entry_point(function: lambda_.IFunction) -> lambda_.IFunction:
+    """The alias to call for one of the `Functions` (the function itself without SnapStart)."""
+    owner = function.node.scope
+    return owner.entry_point if isinstance(owner, ServiceFunction) else function
 
 
 class Functions(Construct):

@@ -152,6 +152,7 @@ def test_other_providers_take_any_size_in_range() -> None:
 def test_no_context_gives_defaults() -> None:
     config = load_config({})
     assert config.stage == "dev" and config.architecture == "arm64" and config.tracing is True
+    assert config.snapstart is False  # SnapStart is billed: a deployment opts in
     assert config.resolved_llm_secret_name is None  # offline
 
 
@@ -179,6 +180,7 @@ def test_no_context_gives_defaults() -> None:
         (ctx(raw_retention_days=7), "hippocampus.raw_retention_days", "queue plus DLQ retention"),
         (ctx(alarm_email="ops"), "hippocampus.alarm_email", "pattern"),
         (ctx(tracing="sometimes"), "hippocampus.tracing", "valid boolean"),
+        (ctx(snapstart="yes please"), "hippocampus.snapstart", "valid boolean"),
         (
             ctx(llm_provider="bedrock", embedding_dimensions=384),  # bedrock embeddings follow the LLM
             "hippocampus.embedding_dimensions",
@@ -222,9 +224,11 @@ def test_command_line_overrides_win_and_are_parsed() -> None:
             "hippocampus.tracing": "false",
             "hippocampus.memory_ttl_days": "null",
             "hippocampus.alarm_email": "ops@example.com",
+            "hippocampus.snapstart": "true",
         }
     )
     assert (config.stage, config.max_words, config.tracing) == ("prod", 80, False)
+    assert config.snapstart is True
     assert config.memory_ttl_days is None and config.alarm_email == "ops@example.com"
     assert "hippocampus.max_words" in error_of({"hippocampus.max_words": "0"})
 
