@@ -69,9 +69,10 @@ dev: venv-local
 
 # Both take context overrides the same way: make synth CDK_ARGS="-c hippocampus.stage=prod".
 synth: venv-synth
-	@echo "== Synthesizing: the layers are built first for the Lambda platform (pip, the first time or when their"
-	@echo "   inputs change: from about 20 s on an idle machine with pip's cache warm to minutes on a busy one or"
-	@echo "   a cold cache), then the CDK app with cdk-nag (5-10 s idle, 40 s busy); each step prints what it does"
+	@echo "== Synthesizing: CDK bundles each layer and function's code whose inputs changed (uv for the Lambda"
+	@echo "   platform, then bytecode: about 25 s the first time with uv's cache warm, a minute or more on a busy"
+	@echo "   machine or a cold cache), then checks the app with cdk-nag (5-10 s idle, 40 s busy); each step prints"
+	@echo "   what it does"
 	CDK_OUTDIR=cdk.out $(BIN)/python app.py $(CDK_ARGS)
 
 deploy: venv-synth

@@ -1,4 +1,4 @@
-"""Build the CDK app: config from context, the assets, the stack, cdk-nag. Used by app.py and the tests.
+"""Build the CDK app: config from context, the stack (and its assets), cdk-nag. Used by app.py and the tests.
 
 `python app.py` (what `make synth` runs, and what the CDK CLI runs for `make deploy`) takes the
 same context overrides as the CDK CLI: `-c hippocampus.stage=prod` / `--context key=value`,
@@ -18,13 +18,15 @@ from typing import Any
 import aws_cdk as cdk
 
 from hippocampus.contracts.names import default_model
+from infra.bundling import LambdaAssets
 from infra.config import CONTEXT_KEY, ConfigError, DeploymentConfig, load_config, read_cdk_json_context
 from infra.nag import add_checks
-from infra.specs import FUNCTION_NAMES
 from infra.stack import HippocampusStack
-from tools.assets import FUNCTIONS_DIR, BuiltAssets, build_all
-from tools.cache import AssetBuildError, progress
+from tools.assets import FUNCTIONS_DIR, progress
 from tools.synth_summary import REPORT_FILE, nag_lines, nag_report, summary
+
+# How CDK reports an exception of a local bundler (it prefixes the bundler's message).
+BUNDLING_FAILED = "Failed to bundle asset"
 
 
 def stack_name(stage: str) -> str:
@@ -35,19 +37,23 @@ def build_app(
     *,
     context: Mapping[str, Any] | None = None,
     outdir: str | None = None,
-    assets: BuiltAssets | None = None,
+    assets: LambdaAssets | None = None,
     functions_dir: Path = FUNCTIONS_DIR,
     nag: bool = True,
 ) -> tuple[cdk.App, HippocampusStack]:
     """The app and its stack. `context` defaults to cdk.json's; the CDK CLI's context wins over it.
 
-    The layers and the functions' code are built first (skipped when unchanged), for the configured
-    architecture, unless `assets` are given; the stack only points at the built folders.
+    Constructing the stack bundles the layers and the functions' code (`infra.bundling`), each only
+    when no asset with its hash is staged yet; `assets` replaces the configured ones.
     """
     app = cdk.App(context=dict(read_cdk_json_context() if context is None else context), outdir=outdir)
     config = load_config(app.node.get_all_context())
     if assets is None:
-        assets = build_all(config.architecture, FUNCTION_NAMES, functions_dir)
+        assets = LambdaAssets(config.architecture, functions_dir)
+    progress(
+        f"== Building {stack_name(config.stage)} for {config.architecture}: CDK bundles each layer and "
+        "function's code whose inputs changed (a layer's first build runs uv: seconds with uv's cache warm)"
+    )
     stack = HippocampusStack(app, stack_name(config.stage), config=config, assets=assets)
     if nag:
         add_checks(app)
@@ -103,7 +109,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         overrides = parse_context(arguments.context)
         app, stack = build_app(context=read_cdk_json_context() | overrides)
-    except (ConfigError, AssetBuildError) as exc:
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+    except RuntimeError as exc:  # a build step failed (tools.assets.AssetBuildError, through jsii)
+        if BUNDLING_FAILED not in str(exc):
+            raise
         sys.exit(f"error: {exc}")
     config = stack.config
     outdir = Path(app.outdir)

@@ -18,13 +18,13 @@ from constructs import Construct
 
 from hippocampus.contracts import names as schema
 from infra import grants
+from infra.bundling import LambdaAssets
 from infra.config import DeploymentConfig
 from infra.nag import acknowledge
 from infra.queueing import Queueing
 from infra.schedule import schedule_dead_letter_pass
 from infra.specs import FUNCTION_SPECS, FunctionName, FunctionSpec, ResourceNames, function_environments
 from infra.storage import Storage, removal_policy
-from tools.assets import BuiltAssets
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
@@ -185,7 +185,7 @@ class Functions(Construct):
         construct_id: str,
         *,
         config: DeploymentConfig,
-        assets: BuiltAssets,
+        assets: LambdaAssets,
         storage: Storage,
         queueing: Queueing,
     ) -> None:
@@ -197,7 +197,7 @@ class Functions(Construct):
                 f"{name.capitalize()}Layer",
                 layer_version_name=f"{config.name_prefix}-{name}",
                 description=f"Hippocampus {name} layer (python3.13, {config.architecture}, .pyc unchecked-hash)",
-                code=lambda_.Code.from_asset(str(path)),
+                code=assets.layer_code(name),
                 compatible_runtimes=[RUNTIME],
                 compatible_architectures=[architecture(config)],
             )
@@ -220,7 +220,7 @@ class Functions(Construct):
                 "".join(part.capitalize() for part in spec.name.split("_")),
                 spec=spec,
                 config=config,
-                code=lambda_.Code.from_asset(str(assets.functions[spec.name])),
+                code=assets.function_code(spec.name),
                 layers=[self.layers[name] for name in spec.layers_for(config)],
                 environment=environments[spec.name],
             )

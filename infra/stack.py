@@ -1,7 +1,7 @@
 """The Hippocampus stack: storage, queueing, functions, API and monitoring, plus the fixed outputs.
 
-It builds nothing itself: the layers and the functions' code are built beforehand
-(`tools.assets.build_all`, called by `infra.app.build_app`) and handed in as `BuiltAssets`.
+The layers and the functions' code are CDK assets built by local bundling (`infra.bundling`), for the
+configured architecture unless other `assets` are handed in.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.api import Api
+from infra.bundling import LambdaAssets
 from infra.config import DeploymentConfig
 from infra.functions import Functions
 from infra.monitoring import Monitoring
 from infra.queueing import Queueing
-from infra.specs import FUNCTION_NAMES
 from infra.storage import Storage
-from tools.assets import BuiltAssets
 
 
 class HippocampusStack(cdk.Stack):
@@ -29,16 +28,15 @@ class HippocampusStack(cdk.Stack):
         construct_id: str,
         *,
         config: DeploymentConfig,
-        assets: BuiltAssets,
+        assets: LambdaAssets | None = None,
         **kwargs: Any,
     ) -> None:
+        if assets is None:
+            assets = LambdaAssets(config.architecture)
         if assets.architecture != config.architecture:
             raise ValueError(
                 f"the assets are built for {assets.architecture}, the stack is {config.architecture}"
             )
-        missing = [name for name in FUNCTION_NAMES if name not in assets.functions]
-        if missing:
-            raise ValueError(f"no built code for the function(s) {', '.join(missing)}")
         super().__init__(
             scope,
             construct_id,

@@ -1,18 +1,20 @@
-"""Layer and code builds without Docker: contents, bytecode, and the skip-when-unchanged stamp."""
+"""Layer and code builds without Docker: contents, bytecode, and CDK's asset hash as the cache."""
 
 from __future__ import annotations
 
 import importlib.util
 import marshal
 import re
-import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 
+import aws_cdk as cdk
 import pytest
 
-from tools import REPO_ROOT, assets, bytecode, cache
-from tools.layers import DEPS_LAYER, LLM_LAYER, UNUSED_FILES, XRAY_LAYER, build_requirements_layer, versions
+from infra.bundling import LambdaAssets
+from tools import REPO_ROOT
+from tools.assets import CORE_PACKAGE_DIR, FUNCTIONS_DIR, KEEP_SOURCES, LAYER_MOUNT, UNUSED_FILES, versions
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer"}
 
@@ -23,13 +25,9 @@ def dists(layer: Path) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def layers() -> dict[str, Path]:
-    return {
-        "deps": build_requirements_layer(DEPS_LAYER, "arm64"),
-        "xray": build_requirements_layer(XRAY_LAYER, "arm64"),
-        "llm": build_requirements_layer(LLM_LAYER, "arm64"),
-        "core": assets.build_source_layer("core", assets.CORE_PACKAGE_DIR),
-    }
+def layers(staged_assets: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
+    staged = staged_assets("arm64")
+    return {name: staged[f"layer:{name}"] for name in ("deps", "xray", "llm", "core")}
 
 
 REQUIREMENT_LAYERS = ("deps", "xray", "llm")
@@ -78,7 +76,7 @@ def code_of(pyc: Path) -> types.CodeType:
 
 
 def kept_sources(site: Path) -> list[Path]:
-    return [site / name for name in bytecode.KEEP_SOURCES if (site / name).exists()]
+    return [site / name for name in KEEP_SOURCES if (site / name).exists()]
 
 
 def is_kept(path: Path, site: Path) -> bool:
@@ -99,10 +97,7 @@ def test_dependency_layers_ship_bytecode_only(layers: dict[str, Path]) -> None:
             # unchecked-hash: flags word 0b01 (PEP 552); a timestamp pyc would be 0.
             assert int.from_bytes(data[4:8], "little") == 1, pyc
         sample = pycs[0]
-        assert (
-            code_of(sample).co_filename
-            == f"{bytecode.LAYER_MOUNT}/{sample.relative_to(site).with_suffix('.py')}"
-        )
+        assert code_of(sample).co_filename == f"{LAYER_MOUNT}/{sample.relative_to(site).with_suffix('.py')}"
 
 
 def test_kept_sources_keep_the_usual_layout(layers: dict[str, Path]) -> None:
@@ -112,7 +107,7 @@ def test_kept_sources_keep_the_usual_layout(layers: dict[str, Path]) -> None:
     assert (site / "anyio" / "__init__.py").is_file()
     assert (site / "anyio" / "__pycache__" / "__init__.cpython-313.pyc").is_file()
     assert not (site / "anyio" / "__init__.pyc").exists()
-    for reason in bytecode.KEEP_SOURCES.values():
+    for reason in KEEP_SOURCES.values():
         assert len(reason) >= 60
 
 
@@ -131,7 +126,7 @@ def test_pyc_for_the_runtime_python_beside_core_sources(layers: dict[str, Path])
 def test_core_layer_is_the_package_without_caches(layers: dict[str, Path]) -> None:
     core = layers["core"] / "python" / "hippocampus"
     shipped = {p.relative_to(core) for p in core.rglob("*.py")}
-    source = {p.relative_to(assets.CORE_PACKAGE_DIR) for p in assets.CORE_PACKAGE_DIR.rglob("*.py")}
+    source = {p.relative_to(CORE_PACKAGE_DIR) for p in CORE_PACKAGE_DIR.rglob("*.py")}
     assert shipped == source
 
 
@@ -150,7 +145,7 @@ def test_unused_files_are_stripped(layers: dict[str, Path]) -> None:
 
 def test_swagger_ui_is_never_enabled() -> None:
     """Its assets are stripped from the deps layer: only the route enable_swagger() adds reads them."""
-    for path in [*assets.CORE_PACKAGE_DIR.rglob("*.py"), *assets.FUNCTIONS_DIR.rglob("*.py")]:
+    for path in [*CORE_PACKAGE_DIR.rglob("*.py"), *FUNCTIONS_DIR.rglob("*.py")]:
         assert "enable_swagger" not in path.read_text(encoding="utf-8"), path.relative_to(REPO_ROOT)
 
 
@@ -187,46 +182,68 @@ def test_no_bytecode_only_module_needs_its_source(layers: dict[str, Path]) -> No
     assert offenders == REVIEWED_SOURCE_READERS
 
 
-def test_unchanged_inputs_skip_the_build(layers: dict[str, Path]) -> None:
-    stamp = layers["deps"].with_name(layers["deps"].name + ".stamp.json")
-    before = stamp.stat().st_mtime_ns
-    started = time.monotonic()
-    assert build_requirements_layer(DEPS_LAYER, "arm64") == layers["deps"]
-    assert time.monotonic() - started < 2
-    assert stamp.stat().st_mtime_ns == before
+def probe_function(functions_dir: Path, source: str = "VALUE = 1\n") -> Path:
+    folder = functions_dir / "ingest"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "handler.py").write_text(source + "def lambda_handler(event, context):\n    return {}\n")
+    return folder
 
 
-def test_source_change_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
-    package = tmp_path / "src" / "probe"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("VALUE = 1\n")
-    first = assets.build_source_layer("probe", package)
-    pyc = first / "python" / "probe" / "__pycache__" / "__init__.cpython-313.pyc"
-    original = pyc.read_bytes()
-    assert assets.build_source_layer("probe", package) == first
-    assert pyc.read_bytes() == original
-    (package / "__init__.py").write_text("VALUE = 2\n")
-    assets.build_source_layer("probe", package)
-    assert pyc.read_bytes() != original
-    (package / "__pycache__").mkdir()
-    (package / "__pycache__" / "stale.cpython-313.pyc").write_bytes(b"junk")
-    rebuilt = assets.build_source_layer("probe", package)
-    assert not (rebuilt / "python" / "probe" / "__pycache__" / "stale.cpython-313.pyc").exists()
+def stage_probe(functions_dir: Path, outdir: Path, shared_outdir: Path | None = None) -> Path:
+    """The probe function's code, staged into `outdir` as a synth there would stage it."""
+    assets = LambdaAssets("arm64", functions_dir=functions_dir, shared_outdir=shared_outdir)
+    return assets.stage(outdir, ["code:ingest"])["code:ingest"]
 
 
-def test_function_without_handler_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
-    (tmp_path / "functions" / "get_memory").mkdir(parents=True)
-    with pytest.raises(cache.AssetBuildError, match=r"get_memory/handler\.py is missing"):
-        assets.build_function_code("get_memory", tmp_path / "functions")
-
-
-def test_function_code_is_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "BUILD_DIR", tmp_path / "build")
-    source = tmp_path / "functions" / "ingest"
-    source.mkdir(parents=True)
-    (source / "handler.py").write_text("def lambda_handler(event, context):\n    return {}\n")
-    built = assets.build_function_code("ingest", tmp_path / "functions")
+def test_function_code_is_compiled(tmp_path: Path) -> None:
+    probe_function(tmp_path / "functions")
+    built = stage_probe(tmp_path / "functions", tmp_path / "cdk.out")
     assert (built / "handler.py").is_file()
     assert (built / "__pycache__" / "handler.cpython-313.pyc").is_file()
+
+
+def test_unchanged_sources_reuse_the_staged_asset(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    probe = probe_function(tmp_path / "functions")
+    first = stage_probe(tmp_path / "functions", tmp_path / "cdk.out")
+    capfd.readouterr()
+    pyc = first / "__pycache__" / "handler.cpython-313.pyc"
+    built_at = pyc.stat().st_mtime_ns
+    # Caches in the source folder are not part of its hash, and are never shipped.
+    (probe / "__pycache__").mkdir(exist_ok=True)
+    (probe / "__pycache__" / "stale.cpython-313.pyc").write_bytes(b"junk")
+    assert stage_probe(tmp_path / "functions", tmp_path / "cdk.out") == first
+    assert pyc.stat().st_mtime_ns == built_at
+    assert "Bundling" not in capfd.readouterr().err
+    assert not (first / "__pycache__" / "stale.cpython-313.pyc").exists()
+
+
+def test_a_source_change_builds_a_new_asset(tmp_path: Path) -> None:
+    probe_function(tmp_path / "functions")
+    first = stage_probe(tmp_path / "functions", tmp_path / "cdk.out")
+    probe_function(tmp_path / "functions", "VALUE = 2\n")
+    cdk.AssetStaging.clear_asset_hash_cache()  # as a new synth starts: CDK caches hashes per process
+    second = stage_probe(tmp_path / "functions", tmp_path / "cdk.out")
+    assert second != first
+    pycs = [folder / "__pycache__" / "handler.cpython-313.pyc" for folder in (first, second)]
+    assert pycs[0].read_bytes() != pycs[1].read_bytes()
+
+
+def test_a_synth_elsewhere_reuses_what_the_shared_outdir_holds(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The tests synthesize into temporary folders: each builds an asset once, not once per folder."""
+    probe_function(tmp_path / "functions")
+    shared = tmp_path / "shared-cdk.out"
+    first = stage_probe(tmp_path / "functions", tmp_path / "one", shared)
+    assert "built code of ingest" in capfd.readouterr().err
+    assert (shared / first.name / "handler.py").is_file()  # left there for the next synth
+    second = stage_probe(tmp_path / "functions", tmp_path / "two", shared)
+    assert "reused" in capfd.readouterr().err
+    assert second.name == first.name
+    assert (second / "__pycache__" / "handler.cpython-313.pyc").is_file()
+
+
+def test_function_without_handler_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "functions" / "ingest").mkdir(parents=True)
+    with pytest.raises(RuntimeError, match=r"ingest/handler\.py is missing"):
+        stage_probe(tmp_path / "functions", tmp_path / "cdk.out")

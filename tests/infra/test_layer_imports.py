@@ -1,8 +1,8 @@
 """The layers are complete: each handler imports and serves with its code, its layers and what the
 Lambda runtime provides, nothing else (no site-packages), under python3.13, as deployed on x86_64.
 
-No synth: the folders are the ones the stack ships (`tools.assets.build_all`), each function gets
-the layers of its spec, and the environment `infra.specs.function_environments` deploys.
+No synth: the folders are the ones the stack stages (`infra.bundling.LambdaAssets.stage`), each
+function gets the layers of its spec, and the environment `infra.specs.function_environments` deploys.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -17,9 +18,8 @@ import pytest
 
 from hippocampus.api.openapi import openapi_document
 from infra.config import load_config
-from infra.specs import FUNCTION_NAMES, FUNCTION_SPECS, ResourceNames, function_environments
-from tools.assets import BuiltAssets, build_all
-from tools.bytecode import find_runtime_python
+from infra.specs import FUNCTION_SPECS, ResourceNames, function_environments
+from tools.assets import find_runtime_python
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 # A deployment without tracing, on Bedrock, with a memory TTL (every optional variable is set).
@@ -84,8 +84,8 @@ print(json.dumps({"heavy": heavy, "heavy_after_services": heavy_after_services, 
 
 
 @pytest.fixture(scope="module")
-def assets() -> BuiltAssets:
-    return build_all("x86_64", FUNCTION_NAMES)
+def assets(staged_assets: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
+    return staged_assets("x86_64")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def lambda_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("tracing", ["deployed", "xray"])
 @pytest.mark.parametrize("case", ["get_memory", "ingest", "condenser", "recall", "recall-openai"])
 def test_handler_imports_with_only_its_layers(
-    assets: BuiltAssets, lambda_runtime: Path, case: str, tracing: str
+    assets: dict[str, Path], lambda_runtime: Path, case: str, tracing: str
 ) -> None:
     """Each handler imports with its code, its layers and the runtime's packages only, and its
     environment is valid for the settings model. This deployment has tracing off; "xray" runs the
@@ -111,8 +111,8 @@ def test_handler_imports_with_only_its_layers(
     and recall neither load nor carry it."""
     function, config = ("recall", OPENAI_EMBEDDINGS) if case == "recall-openai" else (case, CONFIG)
     (spec,) = [spec for spec in FUNCTION_SPECS if spec.name == function]
-    code = assets.functions[function]
-    layers = [assets.layers[name] / "python" for name in spec.layers_for(config)]
+    code = assets[f"code:{function}"]
+    layers = [assets[f"layer:{name}"] / "python" for name in spec.layers_for(config)]
     environment = function_environments(config, RESOURCES)[spec.name] | {
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
