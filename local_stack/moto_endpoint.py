@@ -11,7 +11,9 @@ the service relies on (docs/architecture.md "Local stack") at a cost per request
   With one request at a time, a transaction's rollback and a query need only the items they
   touch, not the whole table (`moto_dynamodb.py`).
 - its SQS queues change their message lists under a lock (`moto_sqs.py`).
-- its server lists its own services once, not on every request (`fix_moto_dispatch`).
+- its server lists its own services once, not on every request (`fix_moto_dispatch`);
+- its DynamoDB answers carry attribute values in their wire form without walking the API model
+  for each one (`moto_attribute_values.py`).
 With a data directory, what moto changes is journaled before moto answers and replayed at the
 next start (`durable.py`, docs/operations.md "Local stack"); without one, it lives in memory only.
 """
@@ -31,6 +33,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from local_stack import moto_state
 from local_stack.durable import DurableState, RecordChanges, Restored, SyncBeforeAnswer
+from local_stack.moto_attribute_values import fix_moto_attribute_values
 from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
 from local_stack.paths import LOOPBACK
 
@@ -148,6 +151,7 @@ class MotoEndpoint:
         fix_moto_fifo_ordering()
         fix_moto_dispatch()
         fix_moto_dynamodb_costs()
+        fix_moto_attribute_values()
         moto_state.install()
         if self.state is not None:
             self.state.open()  # before binding: a directory in use fails at once
