@@ -6,6 +6,7 @@ from typing import Any
 import boto3
 import pytest
 
+from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_table import user_pk
 
 T, U = "acme", "alice"
@@ -192,3 +193,22 @@ def test_index_requests_travel_in_a_message_group_of_their_own(service: Any, aws
         for m in messages
     }
     assert set(groups) == {"index", "turn"} and groups["index"] != groups["turn"]
+
+
+def test_the_indexer_after_a_condensation_reads_no_memory_item_again(service: Any, aws: Any) -> None:
+    ingest(service, [{"id": "pay", "text": "Pays every supplier through Stripe.", "infer": False}])
+    ingest(service, [{"id": "t1", "text": "The shop opens a second store in Lyon."}])
+    calls: list[str] = []
+    aws_clients.client("dynamodb").meta.events.register(
+        "before-call.dynamodb", lambda model, **_: calls.append(model.name)
+    )
+    assert service.drain() == 2  # the turn and the fact's index request, in one batch
+    reads = [name for name in calls[calls.index("TransactWriteItems") + 1 :] if name in DYNAMODB_READS]
+    # After the condensation's write: the history's look at the generation (deletion wins), then the
+    # indexer, handed that generation: the facts and the newest episodes, no GetItem of its own.
+    assert reads == ["GetItem", "Query", "Query"]
+    assert query(service, "Lyon store")["results"][0]["id"] == "t1"
+    assert not query(service, "Lyon store")["retrieval"]["lexical_only"]
+
+
+DYNAMODB_READS = {"GetItem", "Query", "BatchGetItem"}

@@ -232,6 +232,10 @@ class FakeJobStore:
         return self.jobs[job_id].status
 
 
+def _has_vector(vectors: dict[str, Vector], key: str, model: str) -> bool:
+    return key in vectors and vectors[key].model == model
+
+
 def _episode_key(place: EpisodePlace) -> str:
     return f"{place.created_at.isoformat()}#{place.position:03d}#{place.job_id}"
 
@@ -332,23 +336,23 @@ class FakeMemoryStore:
             [Indexed(episode, vectors.get(f"episode:{_episode_key(episode.place)}")) for episode in episodes],
         )
 
-    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
-        corpus = self.corpus(tenant_id, user_id)
+    def unindexed(
+        self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
+    ) -> list[Unindexed]:
+        if generation is None:
+            generation = self.read_generation(tenant_id, user_id)
+        user = self._user(tenant_id, user_id)
+        vectors = self.vectors.get((tenant_id, user_id), {})
         due = [
-            Unindexed(
-                "fact",
-                f"fact:{entry.document.id}",
-                entry.document.text,
-                entry.document.updated_at.isoformat(),
-            )
-            for entry in corpus.facts
-            if entry.vector is None or entry.vector.model != model
+            Unindexed("fact", f"fact:{fact.id}", fact.text, fact.updated_at.isoformat())
+            for fact, gen in sorted(user.facts.values(), key=lambda entry: entry[0].id)
+            if gen == generation and not _has_vector(vectors, f"fact:{fact.id}", model)
         ]
-        recent = corpus.episodes[-recent_episodes:]
+        recent = self.episodes(tenant_id, user_id, generation)[-recent_episodes:]
         return due + [
-            Unindexed("episode", f"episode:{_episode_key(entry.document.place)}", entry.document.text, "")
-            for entry in recent
-            if isinstance(entry.document, Episode) and (entry.vector is None or entry.vector.model != model)
+            Unindexed("episode", key, episode.text, "")
+            for episode in recent
+            if not _has_vector(vectors, key := f"episode:{_episode_key(episode.place)}", model)
         ]
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:

@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hippocampus.adapters.llm.offline import OfflineModel
 from hippocampus.api.queue_batch import batch_failures, condenser_function
 from hippocampus.contracts.recall import IndexMessage
-from tests.support.fakes import Ports
+from tests.support.fakes import Outage, Ports
 from tests.support.lambda_harness import Context
 
 MEMORY = "/v1/tenants/acme/users/alice/memory"
@@ -66,6 +66,37 @@ def test_one_batch_condenses_turns_serves_index_requests_and_fails_what_it_canno
     assert condenser({"Records": records}, Context()) == {"batchItemFailures": [{"itemIdentifier": "junk"}]}
     assert "candles" in call("GET", MEMORY)[2]["memory"]
     assert ports.indexer().index_user("acme", "alice") == 0  # the fact and the episode have their vectors
+
+
+def test_a_user_whose_write_keeps_losing_is_not_indexed_until_its_redelivery_condenses_it(call, ports):
+    ports.queue.fail_next = Outage("throttled")  # the fact's own index request is lost
+    assert (
+        call("POST", MEMORY, {"items": [{"id": "pay", "text": "Pays through Stripe.", "infer": False}]})[0]
+        == 202
+    )
+    assert call("POST", MEMORY, {"items": [{"id": "t1", "text": "I sell candles."}]})[0] == 202
+    [(turn, _)] = ports.queue.messages
+    edits = ports.edits()
+
+    def rival() -> None:  # another writer wins every conditional write of the condensation
+        edits.put_memory("acme", "alice", "Alice sells soap.", None)
+        ports.store.before_write = rival
+
+    ports.store.before_write = rival
+    condenser = condenser_function(
+        lambda: ports.consolidation(OfflineModel()), ports.reconciler, ports.indexer
+    )
+    record = {
+        "messageId": "m1",
+        "body": turn.model_dump_json(),
+        "attributes": {"ApproximateReceiveCount": "1"},
+    }
+    assert condenser({"Records": [record]}, Context()) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert ports.store.vectors == {}  # nothing was committed: nothing indexed
+    ports.store.before_write = None
+    record["attributes"]["ApproximateReceiveCount"] = "2"
+    assert condenser({"Records": [record]}, Context()) == {"batchItemFailures": []}
+    assert len(ports.store.vectors[("acme", "alice")]) == 2  # the fact and the turn's episode
 
 
 def test_an_idempotency_key_replays_the_first_answer_and_refuses_another_body(call, ports):

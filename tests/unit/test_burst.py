@@ -42,7 +42,7 @@ def test_turns_taken_ahead_go_back_to_queued_when_the_call_fails_and_complete_la
     jobs = send_one_by_one(ports, [f"Turn-{i} happened." for i in range(3)])
     first, *rest = ports.queued()
     failing = ScriptedModel(RuntimeError("provider down"))
-    assert set(ports.consolidation(failing).process_batch([first])) == {first.message_id}
+    assert set(ports.consolidation(failing).process_batch([first]).failures) == {first.message_id}
     assert [ports.jobs.jobs[job_id].status for job_id in jobs] == ["queued"] * 3  # none failed early
     model = ScriptedModel(reply=echo)
     ports.consolidation(model).process_batch(rest)  # the later messages come first now

@@ -69,7 +69,7 @@ def test_the_user_closest_to_the_dlq_runs_first(ports):
     clock = InvocationClock(30)  # one user's call fits, a second user's worst case does not
     service = ports.consolidation(ScriptedModel("A durable fact."), llm_timeout_s=LLM_TIMEOUT_S)
 
-    failures = service.process_batch(received(ports, {"alice": 1, "bob": 5}), clock)
+    failures = service.process_batch(received(ports, {"alice": 1, "bob": 5}), clock).failures
 
     assert status(ports, bob) == ("completed", None)  # on its last receive: it ran first
     assert status(ports, alice) == ("queued", None) and set(failures) == {"m0"}  # back next delivery
@@ -98,7 +98,7 @@ def test_a_user_on_its_last_receive_runs_on_less_than_its_worst_case(ports):
     model = ScriptedModel(reply=lambda prompt: clock.spend(45) or "A durable fact.")
     service = ports.consolidation(model, llm_timeout_s=LLM_TIMEOUT_S)
 
-    assert service.process_batch(received(ports, {"alice": 5, "bob": 5}), clock) == {}
+    assert service.process_batch(received(ports, {"alice": 5, "bob": 5}), clock).failures == {}
 
     assert status(ports, alice) == status(ports, bob) == ("completed", None)
     assert model.timeouts == [95, 50]  # the second call is capped by what the first one left
@@ -125,7 +125,7 @@ def test_the_budget_retry_is_skipped_without_time_for_it_and_the_answer_cut(port
 def test_a_failing_budget_retry_falls_back_to_the_cut_first_answer(ports):
     job = ingest(ports, "alice", "Alice sells candles.")
     model = ScriptedModel("Alice sells candles. " * 30, Outage("LLM down"))
-    assert ports.consolidation(model).process_batch(ports.queued()) == {}
+    assert ports.consolidation(model).process_batch(ports.queued()).failures == {}
     assert model.calls == 2 and status(ports, job) == ("completed", None)
     assert ports.reads().get_memory(T, "alice").word_count <= 50
 
@@ -147,7 +147,7 @@ def test_an_empty_answer_keeps_the_memory_and_the_item_until_the_last_attempt(po
     job = ingest(ports, "alice", "Alice moved to Porto.")
     service = ports.consolidation(ScriptedModel(answer))
 
-    assert set(service.process_batch(ports.queued(receive_count=1))) == {"m0"}
+    assert set(service.process_batch(ports.queued(receive_count=1)).failures) == {"m0"}
     assert status(ports, job) == ("queued", "empty_llm_answer")
     service.process_batch(ports.queued(receive_count=5))
     assert status(ports, job) == ("failed", "empty_llm_answer")
@@ -170,7 +170,7 @@ def test_nothing_to_keep_completes_the_job_at_the_current_version(ports):
 
 def test_the_offline_model_says_nothing_to_keep_for_small_talk_on_an_empty_memory(ports):
     job = ingest(ports, "alice", "Hello! Thanks so much.")
-    assert ports.consolidation(OfflineModel(50)).process_batch(ports.queued()) == {}
+    assert ports.consolidation(OfflineModel(50)).process_batch(ports.queued()).failures == {}
     assert status(ports, job) == ("completed", None)
     assert ports.reads().get_memory(T, "alice").memory is None
 
@@ -214,8 +214,10 @@ def test_a_put_over_the_character_bound_is_refused_naming_memory(ports):
 def test_no_job_is_marked_processing_without_time_for_the_llm_call(ports):
     job = ingest(ports, "alice", "Alice sells candles.")
     model = ScriptedModel("Alice sells candles.")
-    failures = ports.consolidation(model, llm_timeout_s=LLM_TIMEOUT_S).process_batch(
-        ports.queued(receive_count=5), InvocationClock(22)
+    failures = (
+        ports.consolidation(model, llm_timeout_s=LLM_TIMEOUT_S)
+        .process_batch(ports.queued(receive_count=5), InvocationClock(22))
+        .failures
     )
     assert set(failures) == {"m0"} and model.calls == 0
     assert status(ports, job) == ("failed", "condensation_timeout")

@@ -55,7 +55,9 @@ def test_a_delete_during_condensation_wins(ports):
     edits = ports.edits()
     ports.store.before_write = lambda: edits.delete_memory(T, U)
 
-    failures = ports.consolidation(ScriptedModel("Alice sells candles.")).process_batch(ports.queued())
+    failures = (
+        ports.consolidation(ScriptedModel("Alice sells candles.")).process_batch(ports.queued()).failures
+    )
 
     assert failures == {}
     assert ports.jobs.status(job.job_id) == "skipped"
@@ -96,7 +98,7 @@ def test_the_summary_never_exceeds_the_budget(ports):
 def test_a_failing_llm_keeps_the_job_queued_until_the_last_attempt(ports):
     job = ingest(ports, turn("t1", "I sell handmade candles.")).jobs[0]
     consolidation = ports.consolidation(ScriptedModel(Outage("LLM down")), max_receive_count=2)
-    assert set(consolidation.process_batch(ports.queued(receive_count=1))) == {"m0"}
+    assert set(consolidation.process_batch(ports.queued(receive_count=1)).failures) == {"m0"}
     assert ports.jobs.status(job.job_id) == "queued"
     consolidation.process_batch(ports.queued(receive_count=2))
     assert ports.jobs.status(job.job_id) == "failed"

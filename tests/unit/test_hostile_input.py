@@ -875,7 +875,7 @@ def test_prompt_injection_sent_through_the_api_stays_fenced_as_data() -> None:
     api = Api(ports, functions)
     assert api.send(Http("POST", MEMORY, _json({"items": items})))[0] == 202
     model = ScriptedModel("Alice sells candles.")
-    assert ports.consolidation(model).process_batch(ports.queued()) == {}
+    assert ports.consolidation(model).process_batch(ports.queued()).failures == {}
     [prompt] = model.prompts
     fences = [
         (OLD_MEMORY_BEGIN, OLD_MEMORY_END),

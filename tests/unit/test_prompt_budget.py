@@ -30,7 +30,7 @@ def test_a_backlog_of_100_items_of_32000_characters_completes_in_bounded_calls()
         item = {"id": f"t{index}", "text": f"Item {index:03d} " + "x" * 31_990}
         ports.ingest().ingest(T, U, IngestRequest.model_validate({"items": [item]}), f"r{index}")
     model = ContextLimitedModel()
-    failures = ports.consolidation(model, prompt_max_chars=BUDGET).process_batch(ports.queued())
+    failures = ports.consolidation(model, prompt_max_chars=BUDGET).process_batch(ports.queued()).failures
     assert failures == {}
     assert all(job.status == "completed" for job in ports.jobs.jobs.values())
     assert 30 <= len(model.prompts) <= 50 and max(len(p) for p in model.prompts) <= BUDGET
@@ -45,5 +45,5 @@ def test_an_item_alone_over_the_budget_is_cut_to_it_not_dead_lettered():
     request = IngestRequest.model_validate({"items": [{"id": "huge", "user_assistant_pairs": pairs}]})
     (job,) = ports.ingest().ingest(T, U, request, "r1").jobs
     model = ContextLimitedModel()
-    assert ports.consolidation(model, prompt_max_chars=BUDGET).process_batch(ports.queued()) == {}
+    assert ports.consolidation(model, prompt_max_chars=BUDGET).process_batch(ports.queued()).failures == {}
     assert ports.jobs.status(job.job_id) == "completed" and len(model.prompts[0]) <= BUDGET

@@ -28,10 +28,10 @@ def ingest(ports: Ports, *items: dict[str, Any], user: str = U, tenant: str = T)
 
 def condense(ports: Ports, model: Any = None) -> None:
     """Every queued turn condensed, then the users indexed, as the condenser's batch does."""
-    items = ports.queued()
-    assert ports.consolidation(model or OfflineModel()).process_batch(items) == {}
-    for user in {(item.message.tenant_id, item.message.user_id) for item in items}:
-        ports.indexer().index_user(*user)
+    outcome = ports.consolidation(model or OfflineModel()).process_batch(ports.queued())
+    assert outcome.failures == {}
+    for user, generation in outcome.condensed.items():
+        ports.indexer().index_user(*user, generation=generation)
     ports.queue.messages.clear()
 
 
@@ -213,7 +213,7 @@ def test_the_newest_episodes_are_kept_and_a_user_under_the_cap_is_never_trimmed(
     for index in range(5):
         ingest(ports, {"id": f"t{index}", "text": f"Turn {index}."})
         items = ports.queued()
-        assert ports.consolidation(OfflineModel(), max_episodes=3).process_batch(items) == {}
+        assert ports.consolidation(OfflineModel(), max_episodes=3).process_batch(items).failures == {}
         ports.queue.messages.clear()
     listed = [e["id"] for e in ports.call("GET", MEMORY + "/episodes")[2]["episodes"]]
     assert listed == ["t4", "t3", "t2"] and len(trims) == 2  # only when the 4th and 5th passed the cap

@@ -104,7 +104,10 @@ def test_the_condenser_then_completes_the_redriven_jobs(ports):
     ports.dead_letters.messages = list(dead_letter(ports, "alice", "I sell candles.", "On Shopify."))
     ports.redrive().redrive(100)
     items = [QueuedItem(f"m{n}", message, 1) for n, message in enumerate(ports.dead_letters.moved)]
-    assert ports.consolidation(ScriptedModel("Alice sells candles on Shopify.")).process_batch(items) == {}
+    assert (
+        ports.consolidation(ScriptedModel("Alice sells candles on Shopify.")).process_batch(items).failures
+        == {}
+    )
     for item in items:
         job = ports.reads().get_job(T, item.message.job_id)
         assert (job.status, job.error, job.memory_version) == ("completed", None, 1)

@@ -64,9 +64,12 @@ class DynamoRecallStore:
             episodes=episodes.current(self._table.epoch()),
         )
 
-    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
+    def unindexed(
+        self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
+    ) -> list[Unindexed]:
         pk = user_pk(tenant_id, user_id)
-        generation = self._memory.read_generation(tenant_id, user_id)
+        if generation is None:
+            generation = self._memory.read_generation(tenant_id, user_id)
         facts = decoded_all(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
         recent = decoded_all(self._table.newest(pk, EPISODE_PREFIX, recent_episodes))
         documents = current([*facts, *recent], generation, self._table.epoch())

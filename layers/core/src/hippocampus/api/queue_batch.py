@@ -58,9 +58,9 @@ def condenser_function(
         records = [SQSRecord(record) for record in event["Records"]]
         items, index_requests, unreadable = parse_records(records)
         remaining_ms = context.get_remaining_time_in_millis
-        failed = unreadable | set(service().process_batch(items, remaining_ms))
-        condensed = [(i.message.tenant_id, i.message.user_id) for i in items if i.message_id not in failed]
-        failed |= index_users(indexer(), condensed, index_requests, remaining_ms)
+        outcome = service().process_batch(items, remaining_ms)
+        failed = unreadable | set(outcome.failures)
+        failed |= index_users(indexer(), outcome.condensed, index_requests, remaining_ms)
         return batch_failures(records, failed)
 
     return lambda_handler

@@ -58,8 +58,11 @@ class RecallStore(Protocol):
         so a store that keeps documents between calls knows which still wait for a vector."""
         ...
 
-    def unindexed(self, tenant_id: str, user_id: str, model: str, recent_episodes: int) -> list[Unindexed]:
-        """The current facts, and episodes among the newest `recent_episodes`, lacking a vector of `model`."""
+    def unindexed(
+        self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
+    ) -> list[Unindexed]:
+        """The facts, and episodes among the newest `recent_episodes`, of the user's `generation`
+        (None: the current one, read) lacking a vector of `model`."""
         ...
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:

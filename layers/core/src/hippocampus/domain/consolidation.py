@@ -9,6 +9,7 @@ leaves for the DLQ is left `queued` or `processing` (docs/architecture.md "The c
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
@@ -51,6 +52,16 @@ class Deferred(Exception):
     """Not enough time left in this invocation for one more user: SQS delivers the records again."""
 
 
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a batch did: the failure of each message that must be retried, and each user whose
+    work is done with the generation its memory was written at (None: nothing was written), so
+    the indexer indexes what was committed without reading it back."""
+
+    failures: dict[str, Exception] = field(default_factory=dict)
+    condensed: dict[tuple[str, str], int | None] = field(default_factory=dict)
+
+
 class ConsolidationService:
     def __init__(
         self,
@@ -89,14 +100,15 @@ class ConsolidationService:
 
     def process_batch(
         self, items: Sequence[QueuedItem], remaining_ms: Callable[[], int] | None = None
-    ) -> dict[str, Exception]:
-        """Condense a batch; return the failure of each message that must be retried.
+    ) -> BatchOutcome:
+        """Condense a batch; return the failure of each message that must be retried, and the
+        users condensed.
 
         Users with the most receives go first (users are independent; each keeps its order). The
         first user always runs; another starts when its worst case fits the time left, or, on its
         last receive, when one LLM call does. A deferred record on its last receive fails its job.
         """
-        failures: dict[str, Exception] = {}
+        outcome = BatchOutcome()
         groups = sorted(by_user(items), key=lambda group: -max(item.receive_count for item in group))
         last = {
             item.message_id: (item.message.tenant_id, item.message.job_id)
@@ -108,16 +120,18 @@ class ConsolidationService:
             for index, group in enumerate(groups):
                 if index and not self._may_start(group, remaining_ms):
                     self._defer(group)
-                    failures.update({item.message_id: Deferred() for item in group})
+                    outcome.failures.update({item.message_id: Deferred() for item in group})
                 else:
                     try:
-                        self.process_user(group, self._deadline(remaining_ms))
+                        written = self.process_user(group, self._deadline(remaining_ms))
                     except Exception as error:
-                        failures.update({item.message_id: error for item in group})
+                        outcome.failures.update({item.message_id: error for item in group})
+                    else:
+                        outcome.condensed[group[0].message.tenant_id, group[0].message.user_id] = written
                 guard.settled(item.message_id for item in group)
         finally:
             guard.cancel()
-        return failures
+        return outcome
 
     def _is_last(self, item: QueuedItem) -> bool:
         """The last receive: if this attempt does not settle the job, SQS moves the message to the DLQ."""
@@ -144,7 +158,9 @@ class ConsolidationService:
             return None
         return Deadline(lambda: remaining_ms() / 1000 - CONDENSATION_IO_MARGIN_S, self._llm_timeout_s)
 
-    def process_user(self, items: Sequence[QueuedItem], deadline: Deadline | None = None) -> None:
+    def process_user(self, items: Sequence[QueuedItem], deadline: Deadline | None = None) -> int | None:
+        """Condense one user's items; return the generation its memory was written at (None:
+        nothing was written, every item already applied or superseded)."""
         first = items[0].message
         # Every log line of this user's work carries its tenant and job ids (correlation ids).
         logger.append_keys(tenant_id=first.tenant_id, job_ids=[item.message.job_id for item in items])
@@ -156,7 +172,7 @@ class ConsolidationService:
                 pending = self._unapplied(items)
                 pending += gathered(self._jobs, pending, self._burst, self._may_wait_s(deadline))
                 try:
-                    self._condense(pending, deadline)
+                    return self._condense(pending, deadline)
                 except Exception as error:
                     self._report_failure(pending, error)
                     raise
@@ -188,14 +204,15 @@ class ConsolidationService:
             pending.append(item)
         return pending
 
-    def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> None:
+    def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
         lost = 0  # conditional writes lost in a row
+        written: int | None = None  # the generation of the last write that won
         while pending:
             tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
             state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
             live = self._contents.live(pending, state)
             if not live:
-                return
+                break
             pending = [entry.queued for entry in live]
             inputs = [CondenseInput.from_item(entry.content, entry.queued.message.item_id) for entry in live]
             episodes = [episode_of(entry.queued.message, entry.content) for entry in live]
@@ -207,7 +224,7 @@ class ConsolidationService:
             require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
             if self._apply(chunk, inputs, episodes[:count], state, deadline):
-                pending, lost = pending[count:], 0
+                pending, lost, written = pending[count:], 0, state.generation
                 if state.episode_count + count > self._max_episodes:
                     self._trim_episodes(tenant_id, user_id)
                 continue
@@ -217,6 +234,7 @@ class ConsolidationService:
             # Another writer won: the items it applied drop out, the rest are condensed again.
             record_metric(MetricName.VERSION_CONFLICTS)
             pending = self._unapplied(pending)
+        return written
 
     def _apply(
         self,

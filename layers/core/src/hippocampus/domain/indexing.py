@@ -6,7 +6,7 @@ of the configured model gets one. A failure leaves them lexical-only until the n
 user, which finds them again; the summary never waits for it.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from hippocampus.contracts.ports import Embedder
 from hippocampus.contracts.recall import IndexMessage
@@ -42,15 +42,17 @@ class Indexer:
         user_id: str,
         recent_episodes: int = RECENT_EPISODES,
         remaining_ms: Callable[[], int] | None = None,
+        generation: int | None = None,
     ) -> int:
         """Give the user's unindexed documents a vector; return how many got one. Raises when the
         embedding provider fails, or IndexingCut when the invocation's time (`remaining_ms`) runs
-        short between two calls (the caller decides whether that is retried or only logged)."""
+        short between two calls (the caller decides whether that is retried or only logged).
+        `generation`: the one the caller just wrote the user's memory at (None: the store reads it)."""
         embedder = self._embedder()
         if embedder is None:  # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only
             return 0
         model = model_key(embedder)
-        due = self._store.unindexed(tenant_id, user_id, model, recent_episodes)
+        due = self._store.unindexed(tenant_id, user_id, model, recent_episodes, generation)
         stored = 0
         for start in range(0, len(due), EMBED_BATCH):
             if remaining_ms is not None and remaining_ms() < INDEX_TIME_MS:
@@ -69,13 +71,14 @@ User = tuple[str, str]
 
 def index_users(
     indexer: Indexer,
-    condensed: Iterable[User],
+    condensed: Mapping[User, int | None],
     requested: Mapping[str, IndexMessage],
     remaining_ms: Callable[[], int],
 ) -> set[str]:
-    """After a batch: index the users it condensed (a failure is only logged: their next pass
-    retries) and the users asked for by message (`requested`, by message id; a failure, or no
-    time left, makes those messages come back). Returns the messages to retry."""
+    """After a batch: index the users it condensed (`condensed`: the generation each one's memory
+    was written at, if it was; a failure is only logged: their next pass retries) and the users
+    asked for by message (`requested`, by message id; a failure, or no time left, makes those
+    messages come back). Returns the messages to retry."""
     asked: dict[User, list[str]] = {}
     everything: set[User] = set()
     for message_id, request in requested.items():
@@ -90,7 +93,7 @@ def index_users(
             continue
         recent = ALL_EPISODES if user in everything else RECENT_EPISODES
         try:
-            indexer.index_user(*user, recent, remaining_ms=remaining_ms)
+            indexer.index_user(*user, recent, remaining_ms=remaining_ms, generation=condensed.get(user))
         except Exception as error:
             # A user asked for by message: the message comes back; else the next pass retries.
             record_metric(MetricName.INDEXING_FAILED)
