@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hippocampus.contracts.names import CONDENSER_BATCH_SIZE
 from local_stack.events import sqs_record
+from local_stack.foreground import Foreground
 from local_stack.runtime import FunctionError
 
 RETRY_VISIBILITY_S = 2
@@ -64,13 +65,16 @@ class SqsEventSource:
         invoke: Invoke,
         concurrency: int,
         retry_visibility_s: int = RETRY_VISIBILITY_S,
+        foreground: Foreground | None = None,
     ) -> None:
+        """`foreground`: the callers' requests a batch lets go first (local_stack/foreground.py)."""
         self._sqs = sqs
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._region = region
         self._invoke = invoke
         self._retry_visibility_s = retry_visibility_s
+        self._foreground = foreground
         self._slots = threading.Semaphore(concurrency)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="condenser")
         self._stop = threading.Event()
@@ -124,6 +128,8 @@ class SqsEventSource:
             self.batches += 1
             event = {"Records": [sqs_record(m, self._queue_arn, self._region) for m in messages]}
             ids = [m["MessageId"] for m in messages]
+            if self._foreground is not None:
+                self._foreground.wait_quiet()
             try:
                 result = self._invoke(event)
             except FunctionError:

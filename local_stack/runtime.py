@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from local_stack.foreground import Foreground
 from local_stack.lambda_context import LambdaContext, function_arn
 from local_stack.paths import REPO_ROOT
 
@@ -141,10 +142,16 @@ class LocalFunction:
     """One function: up to `concurrency` execution environments, each serving one event at a time."""
 
     def __init__(
-        self, spec: LocalFunctionSpec, concurrency: int, throttle_wait_s: float = THROTTLE_WAIT_S
+        self,
+        spec: LocalFunctionSpec,
+        concurrency: int,
+        throttle_wait_s: float = THROTTLE_WAIT_S,
+        foreground: Foreground | None = None,
     ) -> None:
+        """`foreground`: where a function serving callers (not the queue) counts its invocations."""
         self.spec = spec
         self.throttle_wait_s = throttle_wait_s
+        self.foreground = foreground
         self.arn = function_arn(spec.region, spec.function_name)
         self._slots = threading.BoundedSemaphore(concurrency)
         self._idle: list[_Worker] = []
@@ -162,6 +169,12 @@ class LocalFunction:
         """The handler's response to `event`; FunctionError when Lambda would report an error.
 
         `request_id`: the invocation's `aws_request_id` (a new one by default)."""
+        if self.foreground is None:
+            return self._invoke(event, request_id)
+        with self.foreground.serving():
+            return self._invoke(event, request_id)
+
+    def _invoke(self, event: Any, request_id: str | None) -> Any:
         if not self._slots.acquire(timeout=self.throttle_wait_s):
             self.throttles += 1
             raise Throttled(f"{self.spec.name}: Rate Exceeded (concurrency limit reached)")

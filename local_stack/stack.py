@@ -16,6 +16,7 @@ from local_stack.aws import Resources, aws_client, provision, seed_secret
 from local_stack.durable import Restored
 from local_stack.environment import aws_region, runtime_environment
 from local_stack.event_source import SqsEventSource
+from local_stack.foreground import Foreground
 from local_stack.http_server import ApiServer
 from local_stack.lambda_invoke import LambdaInvokeApi, deployed_function_name
 from local_stack.moto_endpoint import MotoEndpoint
@@ -26,6 +27,7 @@ from local_stack.schedule import DEAD_LETTER_PASS_LOCAL_S, Schedule
 log = logging.getLogger("local_stack")
 
 FUNCTIONS = ("get_memory", "ingest", "recall", "condenser")
+QUEUE_CONSUMER = "condenser"
 
 
 @dataclass
@@ -58,6 +60,8 @@ class LocalStack:
         self.invoke_api: LambdaInvokeApi | None = None
         self._event_source: SqsEventSource | None = None
         self._schedule: Schedule | None = None
+        # What API Gateway and the Invoke API are serving, which the condenser's batches let go first.
+        self.foreground = Foreground()
 
     @property
     def url(self) -> str:
@@ -120,7 +124,12 @@ class LocalStack:
                 region=region,
                 deployed_name=deployed_function_name(deployment.config.name_prefix, name),
             )
-            self.functions[name] = LocalFunction(spec, self.options.concurrency, self.options.throttle_wait_s)
+            self.functions[name] = LocalFunction(
+                spec,
+                self.options.concurrency,
+                self.options.throttle_wait_s,
+                foreground=None if name == QUEUE_CONSUMER else self.foreground,
+            )
         # One environment of each function now, in parallel: a broken handler fails at start-up with
         # its traceback, and the first requests find warm environments.
         log.info(
@@ -144,8 +153,9 @@ class LocalStack:
             queue_url=self.resources.queue_url,
             queue_arn=self.resources.queue_arn,
             region=region,
-            invoke=self.functions["condenser"].invoke,
+            invoke=self.functions[QUEUE_CONSUMER].invoke,
             concurrency=self.options.concurrency,
+            foreground=self.foreground,
         )
         self._event_source.start()
         self._schedule = Schedule(self.functions["condenser"].invoke, region, self.options.dead_letter_pass_s)
