@@ -32,7 +32,7 @@ $(LOCAL_STAMP): requirements-local.txt $(LAYER_REQUIREMENTS) | $(BIN)/python
 	@touch $@
 
 $(SYNTH_STAMP): requirements.txt $(LOCAL_STAMP)
-	@echo "== Installing the CDK for synth and deploy: 10 more packages, 420 MB, the first time only: about 25 s"
+	@echo "== Installing the CDK for synth and deploy: 11 more packages (uv among them), 450 MB, the first time only: about 25 s"
 	@echo "   on an idle machine with pip's cache warm; several minutes on a busy machine or a cold cache"
 	$(PIP) -r requirements.txt
 	@touch $@
@@ -86,4 +86,4 @@ openapi: venv-local
 	$(BIN)/python -m tools.openapi docs/openapi.json
 
 clean:
-	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache client/.mypy_cache .ruff_cache
+	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache client/.mypy_cache .ruff_cache

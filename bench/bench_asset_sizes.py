@@ -1,7 +1,7 @@
 """Deployment size of each function: its code plus its layers, unzipped and zipped.
 
-Builds (or reuses) exactly what `make synth` ships: the layers and code `tools.assets.build_all`
-builds for the architecture in cdk.json. Lambda's limit is 250 MB unzipped for a function and its layers; the
+Builds (or reuses, from cdk.out) exactly what `make synth` ships: the layers and code CDK bundles
+(`infra.bundling.LambdaAssets`) for the architecture in cdk.json. Lambda's limit is 250 MB unzipped for a function and its layers; the
 project's target is get_memory <= 10 MB unzipped (cold start of the read path).
 
 Run: .venv/bin/python -m bench.bench_asset_sizes   (or `make bench`)
@@ -10,12 +10,13 @@ Run: .venv/bin/python -m bench.bench_asset_sizes   (or `make bench`)
 from __future__ import annotations
 
 import io
+import tempfile
 import zipfile
 from pathlib import Path
 
+from infra.bundling import LambdaAssets
 from infra.config import config_from_cdk_json
-from infra.specs import FUNCTION_NAMES, FUNCTION_SPECS
-from tools.assets import build_all
+from infra.specs import FUNCTION_SPECS
 
 MB = 1024 * 1024
 TARGET_FUNCTION = "get_memory"
@@ -38,13 +39,16 @@ def zipped_size(root: Path) -> int:
 
 def main() -> int:
     config = config_from_cdk_json()
-    built = build_all(config.architecture, FUNCTION_NAMES)
-    assets = {f"code:{name}": path for name, path in built.functions.items()}
-    assets |= {f"layer:{name}": path for name, path in built.layers.items()}
-    sizes = {key: (unzipped_size(path), zipped_size(path)) for key, path in assets.items()}
+    with tempfile.TemporaryDirectory() as outdir:
+        assets = LambdaAssets(config.architecture).stage(Path(outdir))
+        sizes = {key: (unzipped_size(path), zipped_size(path)) for key, path in assets.items()}
+    return report(config.architecture, sizes)
 
+
+def report(architecture: str, sizes: dict[str, tuple[int, int]]) -> int:
+    """`sizes`: (unzipped, zipped) bytes by `code:<function>` / `layer:<name>`."""
     print(
-        f"architecture {config.architecture}, python3.13, unchecked-hash .pyc: dependency layers "
+        f"architecture {architecture}, python3.13, unchecked-hash .pyc: dependency layers "
         "bytecode only, core layer and function code with their sources\n"
     )
     print(f"{'asset':<18}{'unzipped MB':>14}{'zipped MB':>12}")

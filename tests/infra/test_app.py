@@ -130,10 +130,10 @@ def test_stack_refuses_layers_built_for_another_architecture(tmp_path: Path) -> 
     """arm64 functions with x86_64 binaries in their layers would fail at their first import."""
     import aws_cdk as cdk
 
+    from infra.bundling import LambdaAssets
     from infra.stack import HippocampusStack
-    from tools.assets import BuiltAssets
 
-    assets = BuiltAssets(architecture="x86_64", layers={}, functions={})
+    assets = LambdaAssets("x86_64")
     with pytest.raises(ValueError, match="built for x86_64, the stack is arm64"):
         HippocampusStack(
             cdk.App(outdir=str(tmp_path)), "Hippocampus-dev", config=load_config({}), assets=assets
