@@ -136,12 +136,14 @@ class _SlowToFinish(list):  # type: ignore[type-arg]
     used to let a concurrent send append to the list it was about to replace."""
 
     lingered = False
+    lingering = threading.Event()
 
     def __iter__(self) -> Iterator[Any]:
         yield from list.__iter__(self)
         if not self.lingered:
             self.lingered = True
-            time.sleep(0.2)
+            self.lingering.set()
+            time.sleep(0.2)  # the window a racing send had
 
 
 def test_a_send_racing_a_delete_is_never_lost() -> None:
@@ -154,7 +156,7 @@ def test_a_send_racing_a_delete_is_never_lost() -> None:
         queue._messages = _SlowToFinish(queue._messages)
         deleting = threading.Thread(target=backend.delete_message, args=("race", received.receipt_handle))
         deleting.start()
-        time.sleep(0.05)  # the delete is iterating
+        assert _SlowToFinish.lingering.wait(10)  # the delete is iterating
         backend.send_message("race", "second")
         deleting.join()
         assert [message.body for message in queue._messages] == ["second"]
