@@ -45,6 +45,20 @@ class _Turn:
     item: IngestItem
 
 
+@dataclass(frozen=True)
+class _Turns:
+    """A request's turns, by item index, as it accepts them: for whom, under which generation."""
+
+    tenant_id: str
+    user_id: str
+    request_id: str
+    generation: int  # the user's, as the request read it
+    by_index: dict[int, _Turn]
+
+
+Queued = list[tuple[_Turn, Job]]  # the turns whose jobs were created, to be sent
+
+
 def with_ids(items: Sequence[IngestItem]) -> list[IngestItem]:
     """Every item with its id: the one given, or a new one."""
     return [item if item.id else item.model_copy(update={"id": f"item-{uuid.uuid4().hex}"}) for item in items]
@@ -87,11 +101,11 @@ class IngestService:
     def _ingest(
         self, tenant_id: str, user_id: str, items: list[IngestItem], request_id: str, upsert: bool
     ) -> JobsResponse:
-        turns: dict[int, _Turn] = {}
+        by_index: dict[int, _Turn] = {}
         for index, item in enumerate(items):
             if item.infer:
-                turns[index] = _Turn(len(turns), item)
-        facts = [(index, item) for index, item in enumerate(items) if index not in turns]
+                by_index[index] = _Turn(len(by_index), item)
+        facts = [(index, item) for index, item in enumerate(items) if index not in by_index]
         fact_jobs: dict[int, Job] = {}
         stored_facts = 0
         if facts:  # first: a request refused for a fact limit writes nothing, its turns included
@@ -100,27 +114,37 @@ class IngestService:
         else:
             with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
                 generation = self._store.read_memory(tenant_id, user_id, with_facts=False)[0].generation
-        raw_key = self._store_raw(tenant_id, user_id, generation, request_id, list(turns.values()))
-        queued: list[tuple[_Turn, Job]] = []
-        try:
-            jobs = self._accept(tenant_id, user_id, items, turns, generation, queued, raw_key, fact_jobs)
-        except Exception:
-            self._undo(tenant_id, queued, raw_key)
-            raise
-        if queued:
-            try:
-                self._send(tenant_id, user_id, queued, generation, raw_key)
-            except Exception:
-                # Some messages may be on the queue already: they still need the payload.
-                self._undo(tenant_id, queued, None)
-                raise
-        elif raw_key is not None:
-            self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
+        turns = _Turns(tenant_id, user_id, request_id, generation, by_index)
+        turn_jobs = self._accept(turns) if by_index else {}
         if stored_facts:  # the condenser embeds them
             self._request_index(tenant_id, user_id, request_id)
         record_metric(MetricName.ITEMS_INGESTED, len(items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
-        return JobsResponse(jobs=jobs)
+        # Every item's job, in item order.
+        return JobsResponse(
+            jobs=[turn_jobs[i] if i in turn_jobs else fact_jobs[i] for i in range(len(items))]
+        )
+
+    def _accept(self, turns: _Turns) -> dict[int, Job]:
+        """Store the turns' raw payload, create their jobs together and queue the new ones; each
+        turn's job by item index. A failure on the way undoes what it did."""
+        raw_key = self._store_raw(turns)
+        queued: Queued = []
+        try:
+            turn_jobs = self._create_turn_jobs(turns, raw_key, queued)
+        except Exception:
+            self._undo(turns.tenant_id, queued, raw_key)
+            raise
+        if not queued:
+            self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
+            return turn_jobs
+        try:
+            self._send(turns, raw_key, queued)
+        except Exception:
+            # Some messages may be on the queue already: they still need the payload.
+            self._undo(turns.tenant_id, queued, None)
+            raise
+        return turn_jobs
 
     def _request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
         # Vectors are made off the request path (docs/architecture.md "Recall"); without this
@@ -130,102 +154,62 @@ class IngestService:
         except DependencyUnavailable:
             logger.warning("could not ask for the facts' vectors", extra={"tenant_id": tenant_id})
 
-    def _store_raw(
-        self, tenant_id: str, user_id: str, generation: int, request_id: str, turns: list[_Turn]
-    ) -> str | None:
-        if not turns:
-            return None
-        payload = {"items": [turn.item.model_dump(mode="json") for turn in turns]}
-        with self._tracing.span("s3.put_raw", tenant_id=tenant_id):
-            return self._archive.put_raw(tenant_id, user_id, generation, request_id, payload)
+    def _store_raw(self, turns: _Turns) -> str:
+        payload = {"items": [turn.item.model_dump(mode="json") for turn in turns.by_index.values()]}
+        with self._tracing.span("s3.put_raw", tenant_id=turns.tenant_id):
+            return self._archive.put_raw(
+                turns.tenant_id, turns.user_id, turns.generation, turns.request_id, payload
+            )
 
-    def _accept(
-        self,
-        tenant_id: str,
-        user_id: str,
-        items: list[IngestItem],
-        turns: dict[int, _Turn],
-        generation: int,
-        queued: list[tuple[_Turn, Job]],
-        raw_key: str | None,
-        fact_jobs: dict[int, Job],
-    ) -> list[Job]:
-        """Every item's job, in item order: the facts' are written already; the turns' are created
-        together, the new ones go to `queued`, to be sent."""
-        turn_jobs = self._create_turn_jobs(tenant_id, user_id, turns, generation, queued, raw_key)
-        return [turn_jobs[index] if index in turns else fact_jobs[index] for index in range(len(items))]
-
-    def _create_turn_jobs(
-        self,
-        tenant_id: str,
-        user_id: str,
-        turns: dict[int, _Turn],
-        generation: int,
-        queued: list[tuple[_Turn, Job]],
-        raw_key: str | None,
-    ) -> dict[int, Job]:
+    def _create_turn_jobs(self, turns: _Turns, raw_key: str, queued: Queued) -> dict[int, Job]:
         """Each turn's job, by item index; a job created is in `queued` as soon as it is written,
         so that a failure on the way undoes it."""
-        if not turns:
-            return {}
-        assert raw_key is not None  # turns always have a raw payload
         now = self._clock()
         new_jobs = {
-            index: NewJob(
-                self._turn_job(tenant_id, user_id, turn.item, generation, now),
-                RawSource(raw_key, turn.raw_index),
-            )
-            for index, turn in turns.items()
+            index: NewJob(self._turn_job(turns, turn.item, now), RawSource(raw_key, turn.raw_index))
+            for index, turn in turns.by_index.items()
         }
         created: list[Job] = []
         try:
-            with self._tracing.span("dynamodb.create_job", tenant_id=tenant_id, jobs=len(new_jobs)):
-                outcomes = self._jobs.create_jobs(list(new_jobs.values()), generation, created)
+            with self._tracing.span("dynamodb.create_job", tenant_id=turns.tenant_id, jobs=len(new_jobs)):
+                outcomes = self._jobs.create_jobs(list(new_jobs.values()), turns.generation, created)
         except Exception:
-            turn_of = {new.job.job_id: turns[index] for index, new in reversed(new_jobs.items())}
+            turn_of = {new.job.job_id: turns.by_index[index] for index, new in reversed(new_jobs.items())}
             queued += [(turn_of[job.job_id], job) for job in created]
             raise
         turn_jobs: dict[int, Job] = {}
         for index, (job, was_created) in zip(new_jobs, outcomes, strict=True):
             if was_created:
-                queued.append((turns[index], job))
+                queued.append((turns.by_index[index], job))
             else:
                 record_metric(MetricName.DUPLICATES_SKIPPED)
             turn_jobs[index] = job
         return turn_jobs
 
     @staticmethod
-    def _turn_job(tenant_id: str, user_id: str, item: IngestItem, generation: int, now: datetime) -> Job:
+    def _turn_job(turns: _Turns, item: IngestItem, now: datetime) -> Job:
         assert item.id is not None
-        job_id = job_id_for(tenant_id, user_id, item.id, content_hash(item), generation)
-        return new_job(tenant_id, user_id, item.id, job_id, now)
+        job_id = job_id_for(turns.tenant_id, turns.user_id, item.id, content_hash(item), turns.generation)
+        return new_job(turns.tenant_id, turns.user_id, item.id, job_id, now)
 
-    def _send(
-        self,
-        tenant_id: str,
-        user_id: str,
-        queued: list[tuple[_Turn, Job]],
-        generation: int,
-        raw_key: str | None,
-    ) -> None:
-        assert raw_key is not None  # turns always have a raw payload
+    def _send(self, turns: _Turns, raw_key: str, queued: Queued) -> None:
         messages = [
             CondenseMessage(
                 job_id=job.job_id,
-                tenant_id=tenant_id,
-                user_id=user_id,
+                tenant_id=turns.tenant_id,
+                user_id=turns.user_id,
                 item_id=turn.item.id,
-                generation=generation,
+                generation=turns.generation,
                 raw_key=raw_key,
                 raw_index=turn.raw_index,
                 queued_at=job.updated_at,
             )
             for turn, job in queued
         ]
-        with self._tracing.span("sqs.send", tenant_id=tenant_id, job_id=messages[0].job_id):
+        with self._tracing.span("sqs.send", tenant_id=turns.tenant_id, job_id=messages[0].job_id):
             self._queue().send(messages, self._tracing.current_trace_header())
 
-    def _undo(self, tenant_id: str, unqueued: list[tuple[_Turn, Job]], raw_key: str | None) -> None:
+    def _undo(self, tenant_id: str, unqueued: Queued, raw_key: str | None) -> None:
         """After a failure: jobs created but not queued turn `failed` (sending the items again queues
         them anew), and a raw payload that no message points to is erased."""
         failure = JobError(code="dependency_unavailable", message="the item could not be queued")
