@@ -92,16 +92,26 @@ class _Planned:
 
 
 @dataclass(frozen=True)
+class _Request:
+    """The facts of one ingest request, as its commits are decided on."""
+
+    tenant_id: str
+    user_id: str
+    facts: Sequence[tuple[int, IngestItem]]  # each with its place in the request
+    upsert: bool
+
+
+@dataclass(frozen=True)
 class FactsWritten:
     generation: int  # the user's, as read by the commit that held
     jobs: dict[int, Job]  # by the item's place in the request
     stored: int  # facts stored
 
 
-def _completed(tenant_id: str, user_id: str, item: IngestItem, ledger: FactLedger, now: datetime) -> Job:
+def _completed(request: _Request, item: IngestItem, ledger: FactLedger, now: datetime) -> Job:
     assert item.id is not None  # ids are assigned before the facts are written
-    job_id = job_id_for(tenant_id, user_id, item.id, uuid.uuid4().hex, ledger.generation)
-    job = new_job(tenant_id, user_id, item.id, job_id, now, "completed")
+    job_id = job_id_for(request.tenant_id, request.user_id, item.id, uuid.uuid4().hex, ledger.generation)
+    job = new_job(request.tenant_id, request.user_id, item.id, job_id, now, "completed")
     return job.model_copy(update={"memory_version": ledger.version})
 
 
@@ -122,25 +132,18 @@ def _fact(item: IngestItem, now: datetime) -> Fact:
     )
 
 
-def plan_facts(
-    tenant_id: str,
-    user_id: str,
-    facts: Sequence[tuple[int, IngestItem]],
-    ledger: FactLedger,
-    upsert: bool,
-    now: datetime,
-) -> list[_Planned]:
+def plan_facts(request: _Request, ledger: FactLedger, now: datetime) -> list[_Planned]:
     """Each fact's entry, in item order. Items apply in order: with `upsert` the last item of an id
     is stored (the earlier ones' jobs are completed, replaced within the request); without it, the
     first is, unless the user has the fact already, and the others are skipped."""
     planned: list[_Planned] = []
     holder: dict[str, int] = {}  # fact id → the place in `planned` of the entry that stores or checks it
-    for index, item in facts:
+    for index, item in request.facts:
         assert item.id is not None
         stored = ledger.facts.get(item.id)
         earlier = holder.get(item.id)
-        job = _completed(tenant_id, user_id, item, ledger, now)
-        if not upsert and (stored is not None or earlier is not None):
+        job = _completed(request, item, ledger, now)
+        if not request.upsert and (stored is not None or earlier is not None):
             # Checked against the stored fact once; a later item of the same id follows the first.
             check = Present(stored.size) if stored is not None and earlier is None else None
             if check is not None:
@@ -156,18 +159,14 @@ def plan_facts(
         change = FactCounts(1, size) if stored is None else FactCounts(0, size - stored_size(stored))
         expect = ABSENT if stored is None else Present(stored.size)
         entry = FactEntry(item.id, job, _fact(item, now), size, expect)
-        superseded = FactEntry(item.id, job if upsert else _skipped(job))
+        superseded = FactEntry(item.id, job if request.upsert else _skipped(job))
         holder[item.id] = len(planned)
         planned.append(_Planned(index, entry, change, superseded))
     return planned
 
 
 def first_commit(
-    tenant_id: str,
-    user_id: str,
-    ledger: FactLedger,
-    planned: Sequence[_Planned],
-    read_all: bool,
+    request: _Request, ledger: FactLedger, planned: Sequence[_Planned], read_all: bool
 ) -> FactCommit:
     """The commit of the first entries, changing the counts by the whole request; LimitExceeded
     before anything is written when the request would break a fact limit. `read_all`: the ledger
@@ -175,7 +174,9 @@ def first_commit(
     more_follow = len(planned) > MAX_FACT_ENTRIES
     change = sum((p.change for p in planned), FactCounts())
     entries = [p.entry for p in planned[:MAX_FACT_ENTRIES]]
-    commit = FactCommit(tenant_id, user_id, ledger.generation, entries, change, more_follow=more_follow)
+    commit = FactCommit(
+        request.tenant_id, request.user_id, ledger.generation, entries, change, more_follow=more_follow
+    )
     if ledger.counts is not None and within_limits(ledger.counts + change):
         grows = change.facts > 0 or change.bytes > 0
         return replace(commit, limits=fact_limits() if grows else None)
@@ -208,15 +209,16 @@ class FactWriter:
     def write(
         self, tenant_id: str, user_id: str, facts: Sequence[tuple[int, IngestItem]], upsert: bool
     ) -> FactsWritten:
+        request = _Request(tenant_id, user_id, facts, upsert)
         backoff = Backoff(self._sleep)
         # The request's own facts are read (what it decides on), not every fact the user holds.
         named: list[str] | None = [item.id for _, item in facts if item.id is not None]
         while True:
             with self._tracing.span("dynamodb.read_facts", tenant_id=tenant_id):
                 ledger = self._store.read_facts(tenant_id, user_id, named)
-            planned = plan_facts(tenant_id, user_id, facts, ledger, upsert, self._clock())
+            planned = plan_facts(request, ledger, self._clock())
             try:
-                commit = first_commit(tenant_id, user_id, ledger, planned, read_all=named is None)
+                commit = first_commit(request, ledger, planned, read_all=named is None)
                 with self._tracing.span("dynamodb.commit_facts", tenant_id=tenant_id):
                     self._store.commit_facts(commit)
                 break
@@ -228,7 +230,7 @@ class FactWriter:
                 backoff.wait()
         done = planned[:MAX_FACT_ENTRIES]
         for chunk in batched(planned[MAX_FACT_ENTRIES:], MAX_FACT_ENTRIES):
-            done += self._commit_later(tenant_id, user_id, ledger.generation, list(chunk), backoff)
+            done += self._commit_later(request, ledger.generation, list(chunk), backoff)
         stored = sum(1 for p in done if p.entry.fact is not None)
         if stored:
             record_metric(MetricName.FACTS_WRITTEN, stored)
@@ -238,14 +240,15 @@ class FactWriter:
         return FactsWritten(ledger.generation, {p.index: p.entry.job for p in done}, stored)
 
     def _commit_later(
-        self, tenant_id: str, user_id: str, generation: int, chunk: list[_Planned], backoff: Backoff
+        self, request: _Request, generation: int, chunk: list[_Planned], backoff: Backoff
     ) -> list[_Planned]:
         """A later commit of the request; an entry whose fact changed since the read is superseded."""
         given_back = FactCounts()
         while True:
-            commit = FactCommit(tenant_id, user_id, generation, [p.entry for p in chunk], -given_back)
+            entries = [p.entry for p in chunk]
+            commit = FactCommit(request.tenant_id, request.user_id, generation, entries, -given_back)
             try:
-                with self._tracing.span("dynamodb.commit_facts", tenant_id=tenant_id):
+                with self._tracing.span("dynamodb.commit_facts", tenant_id=request.tenant_id):
                     self._store.commit_facts(commit)
                 return chunk
             except UserDeleted:

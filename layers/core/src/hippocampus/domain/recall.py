@@ -6,6 +6,7 @@ in one pass over the user's partition and ranked here (docs/architecture.md "Rec
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +35,16 @@ from hippocampus.observability import MetricName, logger, record_metric
 CONTEXT_CANDIDATES = 50
 
 
+@dataclass(frozen=True)
+class _Ranking:
+    """How one answer ranks its documents (docs/api.md "Recall")."""
+
+    top_k: int
+    alpha: float = DEFAULT_ALPHA
+    recency_bias: float = 0.0
+    filters: Mapping[str, Any] = field(default_factory=dict)
+
+
 class RecallService:
     def __init__(
         self,
@@ -51,9 +62,8 @@ class RecallService:
         corpus = self._corpus(tenant_id, user_id)
         wanted = [e for e in (*corpus.facts, *corpus.episodes) if _type(e.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
-        ranked, lexical_only = self._rank(
-            request.query, wanted, request.top_k, alpha, request.recency_bias, request.metadata_filters
-        )
+        ranking = _Ranking(request.top_k, alpha, request.recency_bias, request.metadata_filters)
+        ranked, lexical_only = self._rank(request.query, wanted, ranking)
         record_metric(MetricName.QUERIES)
         embedder = self._embedder()
         return QueryResponse(
@@ -75,7 +85,7 @@ class RecallService:
             ranked = [Ranked(_document(entry, None), 1.0) for entry in facts]
         else:
             entries = [*corpus.facts, *corpus.episodes]
-            pairs, _ = self._rank(request.query, entries, CONTEXT_CANDIDATES, DEFAULT_ALPHA, 0.0, {})
+            pairs, _ = self._rank(request.query, entries, _Ranking(CONTEXT_CANDIDATES))
             ranked = [entry for entry, _ in pairs]
         block = build_context(corpus.state.memory, ranked, request.max_words)
         return ContextResponse(
@@ -106,13 +116,7 @@ class RecallService:
             return None
 
     def _rank(
-        self,
-        text: str,
-        entries: Sequence[Indexed],
-        top_k: int,
-        alpha: float,
-        recency_bias: float,
-        filters: Mapping[str, Any],
+        self, text: str, entries: Sequence[Indexed], ranking: _Ranking
     ) -> tuple[list[tuple[Ranked, Fact | Episode]], bool]:
         """The top documents with the fact or episode each one is, and whether no vector took part."""
         embedder = self._embedder()
@@ -125,11 +129,11 @@ class RecallService:
             text,
             query_vector,
             documents,
-            alpha=alpha,
-            recency_bias=recency_bias,
+            alpha=ranking.alpha,
+            recency_bias=ranking.recency_bias,
             now=self._clock(),
-            top_k=top_k,
-            filters=filters or None,
+            top_k=ranking.top_k,
+            filters=ranking.filters or None,
         )
         lexical_only = query_vector is None or not any(document.vector for document in documents)
         return [(entry, sources[id(entry.document)]) for entry in ranked], lexical_only
