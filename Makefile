@@ -82,8 +82,10 @@ deploy: venv-synth
 bench: venv
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python -m "bench.$$(basename $$script .py)" || exit 1; done
 
+# docs/openapi.json from the service's models, then the client's models from docs/openapi.json.
 openapi: venv-local
 	$(BIN)/python -m tools.openapi docs/openapi.json
+	$(BIN)/python client/scripts/generate_models.py
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache client/.mypy_cache .ruff_cache

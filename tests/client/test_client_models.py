@@ -216,3 +216,22 @@ def test_a_shape_the_generator_does_not_know_is_refused_not_guessed(
 def test_the_generated_models_are_python_3_11() -> None:
     # The client supports Python 3.11 (client/pyproject.toml); the suite runs a newer one.
     ast.parse(generator().render(document()), feature_version=(3, 11))
+
+
+@pytest.mark.parametrize(
+    ("options", "schema"), [("QueryOptions", "QueryRequest"), ("ItemOptions", "IngestItem")]
+)
+def test_the_request_options_have_the_shapes_of_the_document(options: str, schema: str) -> None:
+    """`add(..., **ItemOptions)` and `query(..., **QueryOptions)` send fields of the document's bodies."""
+    from pydantic import TypeAdapter
+
+    from hippocampus_client import base
+
+    ours = TypeAdapter(getattr(base, options)).json_schema()["properties"]
+    theirs = document()["components"]["schemas"][schema]["properties"]
+    assert set(ours) <= set(theirs), f"{options} has fields the document lacks"
+    for name in ours:
+        mine, documented = shape(ours[name], lambda ref: ref), shape(theirs[name], lambda ref: ref)
+        assert mine | {("null",)} == documented | {("null",)}, (
+            f"{options}.{name}: the client sends {describe(mine)}, the document says {describe(documented)}"
+        )

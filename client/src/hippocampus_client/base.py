@@ -41,11 +41,14 @@ class ItemOptions(TypedDict, total=False):
     is_markdown: bool
 
 
+ResultKind = Literal["fact", "episode"]
+
+
 class QueryOptions(TypedDict, total=False):
     """The optional fields of `POST …/memory/query` (docs/api.md "Query"); unset: the service's default."""
 
     top_k: int
-    types: list[str]
+    types: list[ResultKind]
     alpha: float
     recency_bias: float
     metadata_filters: dict[str, Any]

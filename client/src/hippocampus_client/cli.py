@@ -9,12 +9,12 @@ error of the API or of the connection is one line on stderr naming its code, and
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from ._version import __version__
-from .base import QueryOptions
+from .base import QueryOptions, ResultKind
 from .cli_add import add, known_jobs, wait_and_report
 from .cli_backfill import backfill
 from .cli_options import ID, accept_global_options, global_options
@@ -84,13 +84,15 @@ def _print_details(memory: Memory) -> None:
         click.echo(f"  {fact.id}{title}: {' '.join(fact.text.split())}")
 
 
-def _split_types(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[str] | None:
+def _split_types(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> list[ResultKind] | None:
     # `--types fact,episode` or `--types fact --types episode`: both read naturally.
     types = [part.strip() for value in values for part in value.split(",") if part.strip()]
     unknown = sorted(set(types) - {"fact", "episode"})
     if unknown:
         raise click.BadParameter(f"unknown type {', '.join(unknown)}: fact or episode")
-    return types or None
+    return cast(list[ResultKind], types) or None  # each one checked above
 
 
 def _filters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any] | None:
@@ -121,7 +123,7 @@ def query(
     user: str,
     text: tuple[str, ...],
     top_k: int | None,
-    types: list[str] | None,
+    types: list[ResultKind] | None,
     alpha: float | None,
     recency_bias: float | None,
     filters: dict[str, Any] | None,

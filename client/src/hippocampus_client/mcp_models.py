@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .base import ResultKind
 from .identifiers import IDENTIFIER_PATTERN
 from .models import Job
 
@@ -39,7 +40,7 @@ QueryText = Annotated[
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
 Side = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=NOT_BLANK)]
-Kind = Literal["fact", "episode"]
+Kind = ResultKind
 
 
 class RecallHit(BaseModel):

@@ -106,7 +106,7 @@ class MemoryTools:
         For the block to put before an answer use get_context instead."""
         options: QueryOptions = {"top_k": top_k, "include_memory": False}
         if types:
-            options["types"] = list[str](types)
+            options["types"] = list(types)
         with _tool_errors("recall"):
             answer = _answered(self.client.query(user_id, query, **options))
             return RecallResult(results=[RecallHit.model_validate(r.model_dump()) for r in answer.results])
