@@ -5,6 +5,8 @@ With SnapStart (`hippocampus.snapstart`, docs/configuration.md) this import runs
 published version and is snapshotted; `prime` runs just before the snapshot.
 """
 
+import random
+
 from hippocampus.adapters import aws_clients
 from hippocampus.wiring import get_memory_handler
 
@@ -19,9 +21,15 @@ def prime() -> None:
     aws_clients.client("s3")
 
 
-try:  # part of the Lambda Python runtime, which calls the hook only when it takes a snapshot
-    from snapshot_restore_py import register_before_snapshot  # type: ignore[import-not-found]
+try:  # part of the Lambda Python runtime, which calls the hooks only around a snapshot
+    from snapshot_restore_py import (  # type: ignore[import-not-found]
+        register_after_restore,
+        register_before_snapshot,
+    )
 except ImportError:  # tests and the local stack: no snapshot
     pass
 else:
     register_before_snapshot(prime)
+    # Every environment restored from one snapshot would share its `random` state (botocore's retry
+    # jitter among others): each draws a seed of its own from os.urandom.
+    register_after_restore(random.seed)

@@ -1,6 +1,6 @@
 """SnapStart for the read functions (`hippocampus.snapstart`): published versions behind a `live`
 alias that the API calls, only for get_memory and recall, and nothing of it when off; the
-handlers' before-snapshot priming."""
+handlers' before-snapshot priming and after-restore reseeding."""
 
 from __future__ import annotations
 
@@ -115,9 +115,10 @@ def test_without_snapstart_no_version_no_alias_and_the_api_invokes_the_functions
 # The Lambda runtime's snapshot_restore_py, as far as a handler uses it: the hooks it registers.
 _FAKE_RUNTIME_HOOKS = """
 import sys, types
-hooks = []
+hooks, restore_hooks = [], []
 module = types.ModuleType("snapshot_restore_py")
 module.register_before_snapshot = lambda function, *args, **kwargs: hooks.append(function) or function
+module.register_after_restore = lambda function, *args, **kwargs: restore_hooks.append(function) or function
 sys.modules["snapshot_restore_py"] = module
 """
 
@@ -142,7 +143,12 @@ handler = importlib.util.module_from_spec(spec); spec.loader.exec_module(handler
 before = list(created)
 for hook in hooks:
     hook()  # a request would fail: nothing listens at the endpoint
-print(json.dumps({{"hooks": len(hooks), "before": before, "primed": created[len(before):]}}))
+import random
+random.seed(7); snapshot_state = random.getstate()
+for hook in restore_hooks:
+    hook()  # each restored environment reseeds: no two share the snapshot's random sequence
+print(json.dumps({{"hooks": len(hooks), "before": before, "primed": created[len(before):],
+                  "reseeded": len(restore_hooks) == 1 and random.getstate() != snapshot_state}}))
 """
     environment = {
         **os.environ,  # noqa: TID251
@@ -157,4 +163,9 @@ print(json.dumps({{"hooks": len(hooks), "before": before, "primed": created[len(
     done = subprocess.run(
         [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
     )
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"hooks": 1, "before": [], "primed": services}
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "hooks": 1,
+        "before": [],
+        "primed": services,
+        "reseeded": True,
+    }
