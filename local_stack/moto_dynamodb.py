@@ -8,10 +8,12 @@ moto 5.2 has two costs that are O(table size) per request, which made the local 
 
 Since `SerializedDynamoDB` runs one DynamoDB request at a time, a transaction's rollback needs only
 the items it targets: they are snapshotted before it runs and put back if it fails. A query on the
-table's own key looks at its partition only. Both keep moto's answers as they were.
+table's own key looks at its partition only. Both keep moto's answers as they were;
+tests/integration/test_local_moto.py shows moto still needs them.
 """
 
 import copy
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,8 @@ from typing import Any
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
+
+from local_stack.moto_patching import replace, require
 
 _Target = tuple[Table, DynamoType, DynamoType | None]
 
@@ -93,9 +97,13 @@ def _item_rollback(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def _partition_query(original: Callable[..., Any]) -> Any:
-    def query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("index_name") or hash_key is None:
-            return original(self, hash_key, *args, **kwargs)
+    parameters = inspect.signature(original)
+
+    def query(self: Table, *args: Any, **kwargs: Any) -> Any:
+        asked = parameters.bind(self, *args, **kwargs).arguments  # moto passes index_name by position
+        hash_key = asked.get("hash_key")
+        if asked.get("index_name") or hash_key is None:
+            return original(self, *args, **kwargs)
         # moto keeps the items of `all_items()` in the partition, then sorts them by range key: give it
         # the partition only (the instance attribute shadows the method for this one request).
         table: Any = self
@@ -103,20 +111,29 @@ def _partition_query(original: Callable[..., Any]) -> Any:
         items = [] if partition is None else list(partition.values()) if table.range_key_attr else [partition]
         table.all_items = lambda: items
         try:
-            return original(self, hash_key, *args, **kwargs)
+            return original(self, *args, **kwargs)
         finally:
             del table.all_items
 
     return query
 
 
+# The parameters of moto's `Table.query` up to the one the partition query reads by name.
+_QUERY: tuple[str, ...] = ("self", "hash_key", "range_comparison", "range_objs", "limit")
+_QUERY += ("exclusive_start_key", "scan_index_forward", "projection_expressions", "index_name")
+
+
 def fix_moto_dynamodb_costs() -> None:
     """Install both fixes once (they rely on `SerializedDynamoDB`: one DynamoDB request at a time)."""
-    backend_class: Any = dynamodb_models.DynamoDBBackend
-    if getattr(backend_class, "_hippocampus_cost_fix", False):
-        return
-    setattr(dynamodb_models, "copy", types.SimpleNamespace(deepcopy=_deepcopy_but_tables))  # noqa: B010
-    backend_class.transact_write_items = _item_rollback(backend_class.transact_write_items)
-    table_class: Any = Table
-    table_class.query = _partition_query(table_class.query)
-    backend_class._hippocampus_cost_fix = True
+    # moto's module deep-copies through its `copy` name: the module, replaced by one skipping tables.
+    replace(
+        dynamodb_models,
+        "copy",
+        None,
+        lambda _copy: types.SimpleNamespace(deepcopy=_deepcopy_but_tables),
+        by=__name__,
+    )
+    backend_class = dynamodb_models.DynamoDBBackend
+    replace(backend_class, "transact_write_items", ("self", "transact_items"), _item_rollback, by=__name__)
+    require(Table, "all_items", ("self",), by=__name__)
+    replace(Table, "query", _QUERY, _partition_query, by=__name__)

@@ -1,21 +1,17 @@
 """moto's server on loopback: the AWS endpoint of the local stack.
 
-moto plays DynamoDB, S3, SQS and Secrets Manager in memory. These fixes make it keep the promises
-the service relies on (docs/architecture.md "Local stack") at a cost per request that stays flat:
-- its FIFO queues deliver a message group in order across retries, as SQS does;
-- its DynamoDB handles one request at a time. moto's tables are plain dicts without locks: under
-  concurrent requests a conditional write can pass against a state another request is changing,
-  a failed transaction's rollback can restore a copy taken before another request's acknowledged
-  write, and a copy can fail half-way ("dictionary changed size during iteration", a 500).
-  DynamoDB itself applies each conditional write atomically; one lock gives moto the same.
-  With one request at a time, a transaction's rollback and a query need only the items they
-  touch, not the whole table (`moto_dynamodb.py`).
-- its SQS queues change their message lists under a lock (`moto_sqs.py`).
-- its server lists its own services once, not on every request (`fix_moto_dispatch`);
-- its DynamoDB answers carry attribute values in their wire form without walking the API model
-  for each one (`moto_attribute_values.py`).
+moto plays DynamoDB, S3, SQS and Secrets Manager in memory. Its DynamoDB handles one request at a
+time here (`SerializedDynamoDB`): moto's tables are plain dicts without locks, so under concurrent
+requests a conditional write could pass against a state another request is changing, a failed
+transaction's rollback could restore a copy taken before another request's acknowledged write,
+and a copy could fail half-way ("dictionary changed size during iteration", a 500). DynamoDB itself
+applies each conditional write atomically; one lock gives moto the same. The other promises the
+service relies on, and a cost per request that stays flat, come from fixes of moto's internals,
+one module each (docs/architecture.md "Local stack"): `moto_fifo.py`, `moto_dispatch.py`,
+`moto_dynamodb.py`, `moto_attribute_values.py`, `moto_sqs.py` (its lock), `moto_sqs_counts.py`.
 With a data directory, what moto changes is journaled before moto answers and replayed at the
-next start (`durable.py`, docs/operations.md "Local stack"); without one, it lives in memory only.
+next start (`durable.py`, `moto_state.py`, docs/operations.md "Local stack"); without one, it lives
+in memory only.
 """
 
 import logging
@@ -25,16 +21,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from moto import backends as moto_backends
-from moto.core.utils import unix_time_millis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from moto.sqs import models as sqs_models
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from local_stack import moto_state
 from local_stack.durable import DurableState, RecordChanges, Restored, SyncBeforeAnswer
 from local_stack.moto_attribute_values import fix_moto_attribute_values
+from local_stack.moto_dispatch import fix_moto_dispatch
 from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
+from local_stack.moto_fifo import fix_moto_fifo_ordering
+from local_stack.moto_sqs_counts import fix_moto_sqs_counts
 from local_stack.paths import LOOPBACK
 
 
@@ -42,73 +38,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
-
-
-def _deliverable(queue: Any) -> list[Any]:
-    """Messages SQS would deliver now: visible and not delayed; from a FIFO queue, in order, per group,
-    up to the first in flight. One clock read for the whole scan: moto's `visible` and `delayed` read
-    the clock for each message, and the long poll runs this scan after every send."""
-    now = unix_time_millis()
-    blocked: set[str] = set()
-    deliverable = []
-    for message in queue._messages:
-        if now < message.delayed_until:
-            continue
-        group = message.group_id if queue.fifo_queue else None
-        if group is not None and group in blocked:
-            continue
-        if now > message.visible_at:
-            deliverable.append(message)
-        elif group is not None:
-            blocked.add(group)  # in flight: later messages of its group wait
-    return deliverable
-
-
-def fix_moto_fifo_ordering() -> None:
-    """Make moto 5.2's FIFO queues keep the order of a message group across retries.
-
-    moto blocks a group while any of its received messages is "pending", and clears a
-    pending message only when its receive loop reaches it. When several messages of one
-    group come back at once (a failed batch whose visibility expires), the first ones are
-    skipped because the later ones still look pending, and a later message is delivered
-    alone, ahead of the earlier ones. SQS instead delivers a group's messages in order, up
-    to the first one still in flight. This computes that rule in `Queue.messages`, which the
-    receive loop and the long-poll wait use, and leaves moto's own group bookkeeping empty
-    for FIFO queues.
-    """
-    queue_class: Any = sqs_models.Queue
-    if getattr(queue_class, "_hippocampus_fifo_fix", False):
-        return
-    visible = queue_class.messages.fget
-    groups = queue_class.pending_message_groups.fget
-
-    def pending_message_groups(queue: Any) -> set[str]:
-        return set() if queue.fifo_queue else set(groups(queue))
-
-    def approximate_number_of_messages(queue: Any) -> int:
-        return len(visible(queue))
-
-    queue_class.messages = property(_deliverable)
-    queue_class.pending_message_groups = property(pending_message_groups)
-    queue_class.approximate_number_of_messages = property(approximate_number_of_messages)
-    queue_class._hippocampus_fifo_fix = True
-
-
-def fix_moto_dispatch() -> None:
-    """List moto's services once, not on every request.
-
-    moto 5.2's server picks each request's service under one global lock, and on the way lists
-    the directory of its own package, checking each of its ~200 entries on disk: a few percent of
-    the local stack's whole time under load, with every request waiting on that lock. The
-    package does not change while the stack runs.
-    """
-    backends: Any = moto_backends
-    if getattr(backends, "_hippocampus_dispatch_fix", False):
-        return
-    modules = tuple(backends.list_of_moto_modules())
-    backends.moto_list_of_moto_modules = backends.list_of_moto_modules  # for the test that moto needs it
-    backends.list_of_moto_modules = lambda: modules
-    backends._hippocampus_dispatch_fix = True
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -152,7 +81,8 @@ class MotoEndpoint:
         fix_moto_dispatch()
         fix_moto_dynamodb_costs()
         fix_moto_attribute_values()
-        moto_state.install()
+        fix_moto_sqs_counts()
+        moto_state.install()  # the records of moto's changes, and moto_sqs.py's lock
         if self.state is not None:
             self.state.open()  # before binding: a directory in use fails at once
         # Port 0: the server binds a free port itself (no race with another process).

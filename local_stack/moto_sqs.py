@@ -1,19 +1,15 @@
-"""moto's SQS, safe under concurrent requests, kept across restarts (docs/operations.md "Local stack"), and
-at a per-send cost that does not grow with the queue.
+"""moto's SQS, safe under concurrent requests and kept across restarts (docs/operations.md "Local stack").
 
-Three fixes, for memory and disk alike:
+Two changes to the same methods of moto, for memory and disk alike:
 - moto changes a queue's message list from several requests without a lock: a delete rebuilds
   the list while a send appends to the old one, and the sent message is lost. Sends, receives,
   deletes and purges of one queue now hold the queue's own lock (a long poll waits on it, which
-  releases it).
+  releases it); tests/integration/test_local_moto_sqs.py shows moto still needs it.
 - every change to a message is recorded by the message's id: its state after a send, a receive
   or a move to the dead-letter queue, and its end (deleted, purged). Receipt handles are not
   kept: after a restart, a message that was in flight is visible again (the condenser is
   idempotent), with its receive count, so the redrive policy still counts every receive.
-- moto 5.2 builds a queue's whole attribute list, message counts included, each time it reads one
-  attribute: a send reads `ContentBasedDeduplication` four times, so it scanned every message of
-  the queue twelve times (with 3,000 jobs queued, a send took ~125 ms instead of ~7). The counts are now
-  computed only when one is read (GetQueueAttributes asking for them).
+A record needs the lock too (what a delete removes is read with it), hence one module for both.
 
 Records of one message can reach the journal out of order (sends, receives and deletes run on
 concurrent threads), so replay does not depend on their order: an end wins, else the record with
@@ -23,13 +19,14 @@ are a counter taken under the queue's lock, so a FIFO group comes back in its or
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from moto.sqs import models as sqs_models
 
 from local_stack.changes import current
 from local_stack.journal import Record
+from local_stack.moto_patching import replace
 
 # The state of a message, as moto keeps it, but for its receipt handles and its visibility.
 _FIELDS = (
@@ -157,70 +154,26 @@ def _ending_all(original: Callable[..., None]) -> Callable[..., None]:
     return end_all
 
 
-# The attributes moto computes by scanning the queue's messages, and the properties computing them.
-_COUNTS = {
-    "ApproximateNumberOfMessages": "approximate_number_of_messages",
-    "ApproximateNumberOfMessagesDelayed": "approximate_number_of_messages_delayed",
-    "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
-}
-_COUNT_PROPERTIES = frozenset(_COUNTS.values())
-_COUNTED_ON_READ = object()
+_QUEUE_NAME = ("self", "queue_name")
 
 
-class _Uncounted:
-    """A queue as moto's own attribute list sees it, with a placeholder for each count."""
-
-    def __init__(self, queue: Any) -> None:
-        self._queue = queue
-
-    def __getattr__(self, name: str) -> Any:
-        return _COUNTED_ON_READ if name in _COUNT_PROPERTIES else getattr(self._queue, name)
-
-
-class QueueAttributes(Mapping[str, Any]):
-    """A queue's attributes as moto lists them (same names, values and order), counting its messages
-    only when a count is read."""
-
-    def __init__(self, queue: Any, listed: dict[str, Any]) -> None:
-        self._queue = queue
-        self._listed = listed
-
-    def __getitem__(self, name: str) -> Any:
-        value = self._listed[name]
-        if value is _COUNTED_ON_READ:
-            value = self._listed[name] = getattr(self._queue, _COUNTS[name])
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._listed)
-
-    def __len__(self) -> int:
-        return len(self._listed)
-
-
-def _counted_on_read(listed: Callable[[Any], dict[str, Any]]) -> property:
-    def attributes(queue: Any) -> QueueAttributes:
-        return QueueAttributes(queue, listed(_Uncounted(queue)))
-
-    return property(attributes)
-
-
-def fix_moto_sqs() -> None:
-    """Install the lock, the records and the counts on read once."""
-    queue_class: Any = sqs_models.Queue
-    if getattr(queue_class, "_hippocampus_sqs_fix", False):
-        return
-    backend_class: Any = sqs_models.SQSBackend
-    message_class: Any = sqs_models.Message
-    queue_class.add_message = _add_message(queue_class.add_message)
-    queue_class.delete_message = _delete_message(queue_class.delete_message)
-    message_class.mark_received = _mark_received(message_class.mark_received)
-    backend_class.receive_message = _under_queue_lock(backend_class.receive_message)
-    backend_class.purge_queue = _ending_all(backend_class.purge_queue)
-    backend_class.delete_queue = _ending_all(backend_class.delete_queue)
-    queue_class.moto_attributes = queue_class.attributes  # moto's own, for the test that it still counts
-    queue_class.attributes = _counted_on_read(queue_class.attributes.fget)
-    queue_class._hippocampus_sqs_fix = True
+def install() -> None:
+    """Install the lock and the records once."""
+    queue_class, message_class, backend_class = sqs_models.Queue, sqs_models.Message, sqs_models.SQSBackend
+    replace(queue_class, "add_message", ("self", "message"), _add_message, by=__name__)
+    replace(queue_class, "delete_message", ("self", "receipt_handle"), _delete_message, by=__name__)
+    replace(message_class, "mark_received", ("self", "visibility_timeout"), _mark_received, by=__name__)
+    receive = (
+        "self",
+        "queue_name",
+        "count",
+        "wait_seconds_timeout",
+        "visibility_timeout",
+        "message_attribute_names",
+    )
+    replace(backend_class, "receive_message", receive, _under_queue_lock, by=__name__)
+    replace(backend_class, "purge_queue", _QUEUE_NAME, _ending_all, by=__name__)
+    replace(backend_class, "delete_queue", _QUEUE_NAME, _ending_all, by=__name__)
 
 
 def _rank(record: Record) -> tuple[int, int]:

@@ -4,6 +4,8 @@ Items and objects are recorded as their state once the request is done ("after i
 record says what the item or object is, not what was asked, so replaying one never depends on a
 condition, an expression or a random id, and a failed or rolled-back write records the state it
 left. SQS messages are recorded by `moto_sqs.py`. docs/operations.md "Local stack" says what is kept.
+These hooks patch moto's Table.put_item and delete_item, DynamoDBBackend.update_item and S3Backend's
+put_object and delete_object (through `moto_patching.replace`: a start fails if moto changed them).
 """
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -18,6 +20,7 @@ from local_stack import moto_sqs
 from local_stack.changes import Changes, current
 from local_stack.journal import Record
 from local_stack.moto_dynamodb import stored_item
+from local_stack.moto_patching import replace
 
 
 def _key_of(table: Any, attributes: Any) -> dict[str, Any]:
@@ -77,18 +80,14 @@ def _touching_object(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def install() -> None:
     """Install the hooks once; they record only inside `changes.recording()`."""
-    table_class: Any = Table
-    if getattr(table_class, "_hippocampus_records", False):
-        return
-    table_class.put_item = _putting_item(table_class.put_item)
-    table_class.delete_item = _deleting_item(table_class.delete_item)
-    backend_class: Any = dynamodb_models.DynamoDBBackend
-    backend_class.update_item = _updating_item(backend_class.update_item)
-    s3_class: Any = s3_models.S3Backend
-    s3_class.put_object = _touching_object(s3_class.put_object)
-    s3_class.delete_object = _touching_object(s3_class.delete_object)
-    moto_sqs.fix_moto_sqs()
-    table_class._hippocampus_records = True
+    replace(Table, "put_item", ("self", "item_attrs"), _putting_item, by=__name__)
+    replace(Table, "delete_item", ("self", "hash_key", "range_key"), _deleting_item, by=__name__)
+    update = ("self", "table_name", "key")
+    replace(dynamodb_models.DynamoDBBackend, "update_item", update, _updating_item, by=__name__)
+    for name in ("put_object", "delete_object"):
+        write = ("self", "bucket_name", "key_name")
+        replace(s3_models.S3Backend, name, write, _touching_object, by=__name__)
+    moto_sqs.install()
 
 
 # --- after images ---------------------------------------------------------------------------------

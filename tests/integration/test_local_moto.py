@@ -8,6 +8,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.table import Table
 
 from local_stack.moto_endpoint import MotoEndpoint
@@ -207,3 +208,86 @@ def test_a_successful_transaction_applies_every_write_without_copying_a_table(dy
     )
     assert [item["sk"]["S"] for item in page["Items"]] == ["v9", "v1"]
     assert copied == []
+
+
+def test_moto_still_copies_every_table_a_transaction_touches(dynamodb, ranged, monkeypatch):
+    """When this fails, moto's rollback no longer copies tables: drop `_item_rollback` (and the `copy`
+    replacement) from local_stack/moto_dynamodb.py."""
+    copied: list[str] = []
+    monkeypatch.setattr(Table, "__deepcopy__", lambda table, memo: copied.append(table.name), raising=False)
+    backend_class: Any = dynamodb_models.DynamoDBBackend
+    monkeypatch.setattr(dynamodb_models, "copy", vars(dynamodb_models)["moto_copy"])
+    monkeypatch.setattr(backend_class, "transact_write_items", backend_class.moto_transact_write_items)
+    dynamodb.transact_write_items(TransactItems=_writes(ranged, fail=False))
+    assert set(copied) == {TABLE, ranged}  # once for each of its writes
+
+
+@pytest.fixture
+def items_scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many items moto's `Table.all_items` handed out (every item of its table)."""
+    scanned = [0]
+    real = Table.all_items
+
+    def all_items(table: Any) -> Any:
+        for item in real(table):
+            scanned[0] += 1
+            yield item
+
+    monkeypatch.setattr(Table, "all_items", all_items)
+    return scanned
+
+
+def _query_u(dynamodb: Any, ranged: str) -> list[str]:
+    page = dynamodb.query(
+        TableName=ranged, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": "u"}}
+    )
+    return [item["sk"]["S"] for item in page["Items"]]
+
+
+def _other_partition(dynamodb: Any, ranged: str) -> None:
+    for n in range(20):
+        dynamodb.put_item(TableName=ranged, Item={"pk": {"S": "other"}, "sk": {"S": f"v{n}"}})
+
+
+def test_a_query_reads_only_its_partition(dynamodb, ranged, items_scanned):
+    _other_partition(dynamodb, ranged)
+    assert _query_u(dynamodb, ranged) == ["v0", "v1", "v9"]
+    assert items_scanned == [0]
+
+
+def test_moto_still_reads_the_whole_table_for_a_query(dynamodb, ranged, items_scanned, monkeypatch):
+    """When this fails, moto's query reads its partition only: drop `_partition_query` from
+    local_stack/moto_dynamodb.py."""
+    _other_partition(dynamodb, ranged)
+    monkeypatch.setattr(Table, "query", Table.moto_query)  # type: ignore[attr-defined]
+    assert _query_u(dynamodb, ranged) == ["v0", "v1", "v9"]
+    assert items_scanned[0] >= 20 + 3
+
+
+def test_a_query_of_an_index_finds_its_items(dynamodb):
+    dynamodb.create_table(
+        TableName="indexed",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "owner", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-owner",
+                "KeySchema": [{"AttributeName": "owner", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    for n in range(3):
+        dynamodb.put_item(TableName="indexed", Item={"pk": {"S": f"p{n}"}, "owner": {"S": "alice"}})
+    page = dynamodb.query(
+        TableName="indexed",
+        IndexName="by-owner",
+        KeyConditionExpression="#o = :o",
+        ExpressionAttributeNames={"#o": "owner"},
+        ExpressionAttributeValues={":o": {"S": "alice"}},
+    )
+    assert sorted(item["pk"]["S"] for item in page["Items"]) == ["p0", "p1", "p2"]
