@@ -9,7 +9,7 @@ runs in this process, so that its counters can be read:
 - LLM calls: the requests the stub received; tokens: the characters of every message it received,
   and of its answers, / 4 (OpenAI's rule of thumb; the stub's own `usage` counts words).
 - API Gateway: the requests this benchmark sent. DynamoDB RRU/WRU, S3 and SQS: every request moto
-  served, metered as AWS bills it (`local_stack/metering.py`: units from item sizes, SQS in 64 KB
+  served, metered as AWS bills it (`bench/metering.py`: units from item sizes, SQS in 64 KB
   chunks); the event source's empty long polls are left out (they follow wall-clock time, not turns).
 - Lambda: the local runtime's invocations and billed duration (each invocation rounded up to 1 ms,
   init excluded), at the memory sizes of `infra/specs.py`.
@@ -36,9 +36,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import metering
 from bench import prices as cost
 from bench.cost_workload import Observer, Replay, SummaryReply, Tally, Workload
-from local_stack import defaults, metering
+from local_stack import defaults
 from local_stack.stack import LocalStack, StackOptions
 from tests.e2e.e2e_support import stub_stack_environment
 from tests.support.openai_stub import OpenAIStub

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import metering
 from hippocampus.adapters.dynamodb_table import EPISODE_PREFIX, FACT_PREFIX, JOB_SK, MEMORY_SK, job_pk
 from hippocampus.contracts import prompt_format as fences
 from hippocampus.contracts.limits import MAX_ITEMS
-from local_stack import metering
 from local_stack.stack import LocalStack
 from tests.e2e.e2e_support import Api, unique
 

@@ -1,4 +1,4 @@
-"""The cost arithmetic of `bench/bench_cost.py` and the meter it reads (`local_stack/metering.py`)."""
+"""The cost arithmetic of `bench/bench_cost.py` and the meter it reads (`bench/metering.py`)."""
 
 import io
 import json
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from bench import metering
 from bench.prices import PRICES, PerTurn, Prices, Usage, infrastructure_costs, kept_bytes, llm_cost
 from hippocampus.contracts.names import default_embedding_model, default_model
-from local_stack import metering
 from local_stack.runtime import LocalFunction, LocalFunctionSpec
 
 TURN = PerTurn(
