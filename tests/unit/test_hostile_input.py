@@ -219,7 +219,7 @@ JSON_CASES = [
     for method in ("POST", "PUT")
     for name, body in NOT_JSON.items()
 ] + [
-    _case(Http("GET", MEMORY, b"{nope"), 400, "malformed_json", None, "GET with a broken body"),
+    # Not UTF-8 is refused before routing, on any route (a broken JSON body on a route without one is not).
     _case(Http("DELETE", FACT, b"\xff\xfe"), 400, "malformed_json", None, "DELETE with bytes"),
     _case(
         Http("POST", MEMORY, b'{"items": [{"text": "caf\xe9"}]}', binary_media_types=("application/*",)),
@@ -580,7 +580,15 @@ ROUTING = {
         "unsupported_media_type",
         None,
     ),
-    "openapi with a broken body": (Http("GET", "/v1/openapi.json", b"{"), 400, "malformed_json", None),
+    "openapi with text": (
+        Http("GET", "/v1/openapi.json", b"{}", (("Content-Type", "text/plain"),)),
+        415,
+        "unsupported_media_type",
+        None,
+    ),
+    # The route is found before its body is parsed: a broken body on a path or method without a route.
+    "no route, a broken body": (Http("POST", "/v1/nowhere", b"{"), 404, "not_found", None),
+    "POST facts, a broken body": (Http("POST", FACTS, b"{"), 405, "method_not_allowed", None),
 }
 ROUTING_CASES = [_case(*case, case_id) for case_id, case in ROUTING.items()]
 
@@ -818,6 +826,41 @@ def test_a_request_without_a_body_needs_no_json_content_type(api: Api) -> None:
     # A body route without a body is a missing body, not a media type or a server error.
     status, _, body = api.send(Http("POST", MEMORY, headers=(("Content-Type", "text/plain"),)))
     assert status == 422 and [d["field"] for d in body["error"]["details"]] == ["body"]
+
+
+def test_a_route_without_a_body_ignores_one_that_is_not_json(api: Api) -> None:
+    # Only a route that takes a body parses it (docs/api.md "Errors"): size, media type and
+    # UTF-8 are checked on every request, JSON by the route.
+    status, _, body = api.send(Http("GET", MEMORY, b"{nope"))
+    assert status == 200 and body["memory"] == "Alice sells candles."
+    status, _, body = api.send(Http("GET", "/v1/openapi.json", b"{"))
+    assert status == 200 and body["openapi"].startswith("3.")
+    assert api.send(Http("DELETE", FACT, b'{"a": 1, "a": NaN'))[0] == 204
+    assert "f1" not in {fact["id"] for fact in api.send(Http("GET", MEMORY))[2]["facts"]}
+
+
+def test_every_parameter_that_fails_is_named_at_once(api: Api) -> None:
+    status, _, body = api.send(Http("GET", f"{TENANT}/users/al%0Aice/memory/history?limit=0"))
+    assert status == 422 and [d["field"] for d in body["error"]["details"]] == ["user_id", "limit"]
+
+
+def test_a_body_is_parsed_once(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    request = {"query": "candles", "top_k": 3}
+    text = json.dumps(request)
+    parses: list[str] = []
+    loads = json.loads
+
+    def counting_loads(document: Any, *args: Any, **kwargs: Any) -> Any:
+        parses.append(document)
+        return loads(document, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+    status, _, body = api.send(Http("POST", QUERY, text.encode()))
+    assert status == 200 and "results" in body
+    assert parses.count(text) == 1
+    # A direct invocation is its route's proxy event: its body (`json.dumps` of `request`) is parsed once too.
+    result = api.functions["recall"](act("query_memory", request=request), Context())
+    assert "results" in result and parses.count(text) == 2
 
 
 @pytest.mark.parametrize("path", [HISTORY, FACTS, EPISODES])

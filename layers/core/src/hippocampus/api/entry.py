@@ -1,16 +1,17 @@
 """The Lambda entry point of an API function: every request through the one resolver.
 
 A direct invoke becomes the proxy event of the route it names (`direct.py`). Before the resolver
-runs, a malformed event, a body over 1 MiB (413, unread), a body that is not
-JSON by its Content-Type (415), not UTF-8 or not strict JSON (400), and a path id that is not an
-identifier (422) are answered in the envelope rather than as a 5xx from deeper down
-(docs/api.md "Errors"; the checks are `request_checks.py`). A direct invoke's event is built
-well formed, its body serialised as JSON: of these, only its path ids are checked.
+runs, what it cannot check is answered in the envelope (docs/api.md "Errors"; `request_checks.py`):
+a malformed event, a body over 1 MiB (413, unread), a body that is not JSON by its Content-Type
+(415) or not UTF-8 (400). A direct invoke's event is built well formed, so it goes straight to the
+resolver. There the route parses its body, strictly, and validates its parameters: a path id
+that is not an identifier is 422 naming it.
 """
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -24,6 +25,9 @@ from hippocampus.api.resolver import build_resolver
 from hippocampus.contracts.errors import ServiceError
 from hippocampus.observability import logger, metrics
 
+# The characters of an identifier (contracts/limits.py IDENTIFIER_PATTERN), all of which the
+# resolver's path matcher matches.
+_IDENTIFIER_CHARACTERS = re.compile(r"[A-Za-z0-9._@:-]*")
 LambdaHandler = Callable[[Any, LambdaContext], JSON]
 Providers = Mapping[Callable[..., Any], Callable[..., Any]]
 
@@ -59,17 +63,13 @@ def _direct(app: APIGatewayRestResolver, event: Any, context: LambdaContext) -> 
         request = direct.proxy_request(app, event, context)
     except ServiceError as error:
         return envelope(error)
-    problem = checks.path_problem(request.event["httpMethod"], request.event["path"])
-    if problem is not None:
-        return envelope(problem)
     app.append_context(**{direct.PAYLOAD_SPELLING: request.spelling})
     return direct.result(_resolve(app, request.event, context))
 
 
 def _resolve(app: APIGatewayRestResolver, event: JSON, context: LambdaContext) -> JSON:
-    # API Gateway REST keeps `path` percent-encoded (`alice%40example.com`); ids are matched decoded.
-    decoded = "/".join(_decode_segment(part) for part in event["path"].split("/"))
-    return app.resolve({**event, "path": decoded}, context)
+    path = "/".join(_routable(segment) for segment in event["path"].split("/"))
+    return app.resolve({**event, "path": path}, context)
 
 
 def _problem(event: JSON) -> ServiceError | None:
@@ -82,12 +82,16 @@ def _problem(event: JSON) -> ServiceError | None:
     return (
         checks.size_problem(raw)
         or checks.media_type_problem(event, raw)
-        or checks.json_problem(event, raw)
-        or checks.path_problem(event["httpMethod"], event["path"])
+        or checks.encoding_problem(event, raw)
     )
 
 
-def _decode_segment(segment: str) -> str:
-    # An encoded slash stays encoded: it must not split an id into more path segments.
+def _routable(segment: str) -> str:
+    """A path segment as the resolver matches it: decoded when it decodes to characters of an
+    identifier (API Gateway REST keeps `alice%40example.com` encoded), else percent-encoded whole.
+
+    The resolver's matcher cannot match `/`, NUL, CR, LF, `#` or `?` in a segment, and ends at a
+    trailing newline: encoded, such an id still reaches its route, whose parameter pattern refuses
+    it (422 naming it), and an encoded slash cannot split an id into more segments."""
     decoded = unquote(segment)
-    return segment if "/" in decoded else decoded
+    return decoded if _IDENTIFIER_CHARACTERS.fullmatch(decoded) else quote(decoded, safe="")

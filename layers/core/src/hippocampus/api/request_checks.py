@@ -1,9 +1,10 @@
-"""What a proxy event must pass before the resolver sees it (docs/api.md "Errors"): each check returns
-the error to answer, or None.
+"""What a proxy event must pass before the resolver sees it (docs/api.md "Errors"), and the one
+parser of a request body, which the resolver runs.
 
-In order: the event's shape (a direct invoke may send any JSON), the body's size (413, unread), its
-media type (415), its encoding and JSON (400), then the path ids (422). The resolver only ever gets
-a body that is strict JSON in valid UTF-8, with a Content-Type Powertools parses as JSON.
+The pre-checks are what the resolver cannot do; each returns the error to answer, or None. In
+order: the event's shape (a direct invoke may send any JSON), the body's size (413, unread), its
+media type (415) and its encoding (400). The resolver only ever gets a body in valid UTF-8, with a
+Content-Type Powertools parses as JSON; a route that takes a body parses it with `strict_json`.
 """
 
 import base64
@@ -13,15 +14,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hippocampus.api.envelope import JSON, validation_error
-from hippocampus.contracts import routes
 from hippocampus.contracts.errors import MalformedJson, PayloadTooLarge, ServiceError, UnsupportedMediaType
 from hippocampus.contracts.limits import MAX_BODY_BYTES
-from hippocampus.contracts.models import Identifier
 
-_IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 # Once the text encodes as UTF-8, a lone surrogate can only come from a `\uD800`-`\uDFFF` escape:
 # only a body holding one is walked for it.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -72,8 +70,19 @@ def _not_json(constant: str) -> Any:
 
 
 def strict_json(text: str) -> Any:
-    """`json.loads` without Python's leniencies: a repeated key or NaN/Infinity is not JSON."""
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_not_json)
+    """The body's JSON, or MalformedJson (400, docs/api.md "Errors"): `json.loads` without Python's
+    leniencies (a repeated key, NaN or Infinity is not JSON), and no string that cannot be stored
+    as UTF-8. The resolver's `json_body_deserializer`: a body is parsed once, by its route."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_not_json)
+    except _DuplicateKey as error:
+        detail = {"field": error.key, "message": str(error), "type": "duplicate_key"}
+        raise MalformedJson(f"the request body is not valid JSON: {error}", [detail]) from None
+    except (ValueError, RecursionError):  # a syntax error or a huge integer; deep nesting recurses
+        raise MalformedJson("the request body is not valid JSON") from None
+    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):
+        raise MalformedJson("the request body is not valid UTF-8: it escapes a lone surrogate")
+    return value
 
 
 def has_lone_surrogate(value: Any) -> bool:
@@ -156,10 +165,8 @@ def media_type_problem(event: Mapping[str, Any], raw: bytes) -> ServiceError | N
     return None
 
 
-def json_problem(event: Mapping[str, Any], raw: bytes) -> ServiceError | None:
-    """400 unless the body is strict JSON in valid UTF-8 (docs/api.md "Errors")."""
-    if not raw:
-        return None
+def encoding_problem(event: Mapping[str, Any], raw: bytes) -> ServiceError | None:
+    """400 unless the body is valid UTF-8 (docs/api.md "Errors")."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -167,37 +174,12 @@ def json_problem(event: Mapping[str, Any], raw: bytes) -> ServiceError | None:
     if not event.get("isBase64Encoded") and REPLACEMENT_CHARACTER in text:
         # API Gateway replaced bytes that were not UTF-8: the body as sent is lost (docs/api.md "Errors").
         return MalformedJson("the request body is not valid UTF-8 (send U+FFFD itself escaped, as \\ufffd)")
-    try:
-        value = strict_json(text)
-    except _DuplicateKey as error:
-        detail = {"field": error.key, "message": str(error), "type": "duplicate_key"}
-        return MalformedJson(f"the request body is not valid JSON: {error}", [detail])
-    except (ValueError, RecursionError):  # a syntax error or a huge integer; deep nesting recurses
-        return MalformedJson("the request body is not valid JSON")
-    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):
-        return MalformedJson("the request body is not valid UTF-8: it escapes a lone surrogate")
     return None
-
-
-def path_problem(method: str, path: str) -> ServiceError | None:
-    """422 naming each path id of the route that is not an identifier.
-
-    Checked here because the resolver's path matcher ends at a trailing newline and cannot match
-    NUL, CR, LF, `#` or `?` at all: such ids would be served trimmed, or fall to a 405.
-    """
-    route = routes.match(method, path)
-    errors: list[Any] = []
-    for name, value in (routes.match_path(route.path, path) or {}).items() if route else ():
-        try:
-            _IDENTIFIER.validate_python(value)
-        except ValidationError as error:
-            errors += [{**detail, "loc": ("path", name)} for detail in error.errors()]
-    return validation_error(errors) if errors else None
 
 
 def normalised(event: JSON) -> JSON:
     """The event with every Content-Type `application/json`, the one spelling Powertools parses as
-    JSON (a body is JSON by now; without a body it means nothing)."""
+    JSON (a body's media type is JSON by now; without a body it means nothing)."""
 
     def header(name: str, value: Any) -> Any:
         if name.lower() != "content-type":

@@ -1,4 +1,7 @@
-"""The Powertools REST resolver with the service's error handling: every failure in the envelope."""
+"""The Powertools REST resolver with the service's error handling: every failure in the envelope.
+
+A route that takes a body parses it with `strict_json` (400 `malformed_json`, docs/api.md
+"Errors"), once; a route that takes none never reads it."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -14,12 +17,13 @@ from pydantic import ValidationError
 
 from hippocampus.api.direct import PAYLOAD_SPELLING
 from hippocampus.api.envelope import dependency_error, error_response, internal_error, validation_error
+from hippocampus.api.request_checks import strict_json
 from hippocampus.contracts import routes
 from hippocampus.contracts.errors import MethodNotAllowed, NotFound, ServiceError, UnsupportedMediaType
 
 
 def build_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_json)
 
     def invalid(errors: Sequence[Any]) -> Response[str]:
         # A direct invoke names each field as its payload spells it (api/direct.py).
