@@ -73,7 +73,7 @@ def _resolve(app: APIGatewayRestResolver, event: JSON, context: LambdaContext) -
 
 
 def _problem(event: JSON) -> ServiceError | None:
-    """The first check of docs/api.md "Errors" the event fails, in their order."""
+    """The first pre-check the event fails: its shape, then steps 1-3 of docs/api.md "Errors"."""
     if (problem := checks.event_problem(event)) is not None:
         return problem
     raw = checks.body_bytes(event)

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from hippocampus.contracts.errors import DependencyUnavailable, MalformedJson, ServiceError, ValidationFailed
+from hippocampus.contracts.errors import DependencyUnavailable, ServiceError, ValidationFailed
 from hippocampus.contracts.models import ErrorEnvelope
 from hippocampus.observability import logger
 
@@ -64,9 +64,8 @@ def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def validation_error(errors: list[Any]) -> ServiceError:
-    """pydantic's (or the resolver's) errors → 400 for unparsable JSON, else 422 naming each field."""
-    if any(error.get("type") == "json_invalid" for error in errors):
-        return MalformedJson("the request body is not valid JSON")
+    """pydantic's (or the resolver's) errors → 422 naming each field (a body that is not JSON never
+    gets here: the resolver's parser raises its 400, request_checks.strict_json)."""
     details = [
         {
             "field": field_name(error.get("loc", ())),
