@@ -1,8 +1,9 @@
 """One description per API operation, shared by every transport and by both clients.
 
-A `Call` says everything about one request once: its HTTP method, path, query and body
-(docs/api.md "Routes") and its direct-invocation action and fields (docs/api.md
-"Direct invocation"). The HTTP transports read the first half, the invoke transport the second.
+A `Call` says everything about one request once, as its route takes it (docs/api.md "Routes"):
+the HTTP method, the path template and its ids, the query, the headers and the body. The HTTP
+transports send them as a request; the invoke transport sends the same values as the route's
+direct-invocation payload (`fields`, docs/api.md "Direct invocation").
 
 A path is built only from checked ids (identifiers.py), and a `Call` refuses, when it is made,
 an id field that is no identifier and a path with a segment that an HTTP library or a proxy
@@ -10,6 +11,7 @@ would normalise away (empty, `.`, `..`, also percent-encoded): whoever builds it
 can send a request to a route other than the one it names (client/README.md, "Identifiers").
 """
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -20,6 +22,9 @@ from .identifiers import check_identifier
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
 ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id")
+MEMORY = "/v1/tenants/{tenant_id}/users/{user_id}/memory"
+JOB = "/v1/tenants/{tenant_id}/jobs/{job_id}"
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
@@ -27,23 +32,37 @@ class Call:
     action: str  # the direct-invocation action, also the operation's name in logs
     function: FunctionName
     method: str
-    path: str
-    fields: dict[str, Any]  # the direct-invocation payload, without `action`
+    route: str  # the path template, `{name}` for each id; "" for an action with no HTTP route
+    ids: dict[str, Any]  # the path's ids by name (an action with no route: its payload fields)
     params: dict[str, str | int] = field(default_factory=dict)
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     kind: str = READ  # reads get the client's `timeout`, writes its `write_timeout`
     budget: float | None = None  # a tighter time budget than the kind's (e.g. `wait`'s rest)
+    body_as_request: bool = False  # invoked, the body goes as `request` rather than as its fields
 
     def __post_init__(self) -> None:
         for name in ID_FIELDS:
-            if name in self.fields:
-                check_identifier(name, self.fields[name])
+            if name in self.ids:
+                check_identifier(name, self.ids[name])
         _check_path(self.path)
+
+    @property
+    def path(self) -> str:
+        """The route with its ids, every reserved character encoded (docs/api.md "Routes")."""
+        return _PLACEHOLDER.sub(lambda name: quote(self.ids[name[1]], safe=""), self.route)
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The direct-invocation payload but `action`: ids and query by name, headers by their name
+        in snake_case (`Idempotency-Key` is `idempotency_key`), the body's fields or `request`."""
+        headers = {name.lower().replace("-", "_"): value for name, value in self.headers.items()}
+        body = {"request": self.body} if self.body_as_request else self.body or {}
+        return self.ids | self.params | headers | body
 
     def log_ids(self) -> str:
         """The ids of the call for logs: tenant, user, job or fact ids; never content."""
-        return " ".join(f"{name}={self.fields[name]}" for name in ID_FIELDS if name in self.fields)
+        return " ".join(f"{name}={self.ids[name]}" for name in ID_FIELDS if name in self.ids)
 
 
 @dataclass(frozen=True)
@@ -71,59 +90,42 @@ def _check_path(path: str) -> None:
         )
 
 
-def _segment(name: str, value: object) -> str:
-    """One path segment: a checked id, every reserved character encoded (docs/api.md "Routes")."""
-    return quote(check_identifier(name, value), safe="")
-
-
-def _memory_path(tenant: str, user: str) -> str:
-    return f"/v1/tenants/{_segment('tenant_id', tenant)}/users/{_segment('user_id', user)}/memory"
-
-
 def _ids(tenant: str, user: str) -> dict[str, Any]:
     return {"tenant_id": tenant, "user_id": user}
 
 
 def get_memory(tenant: str, user: str) -> Call:
-    return Call("get_memory", "get_memory", "GET", _memory_path(tenant, user), _ids(tenant, user))
+    return Call("get_memory", "get_memory", "GET", MEMORY, _ids(tenant, user))
 
 
 def get_history(tenant: str, user: str, limit: int) -> Call:
-    path = _memory_path(tenant, user) + "/history"
-    fields = _ids(tenant, user) | {"limit": limit}
-    return Call("get_history", "get_memory", "GET", path, fields, params={"limit": limit})
+    return Call("get_history", "get_memory", "GET", MEMORY + "/history", _ids(tenant, user), {"limit": limit})
 
 
 def export_memory(tenant: str, user: str, cursor: str | None) -> Call:
-    path = _memory_path(tenant, user) + "/export"
-    extra: dict[str, Any] = {"cursor": cursor} if cursor else {}
-    return Call("export_memory", "get_memory", "GET", path, _ids(tenant, user) | extra, params=dict(extra))
+    params: dict[str, str | int] = {"cursor": cursor} if cursor else {}
+    return Call("export_memory", "get_memory", "GET", MEMORY + "/export", _ids(tenant, user), params)
 
 
 def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
-    path = f"/v1/tenants/{_segment('tenant_id', tenant)}/jobs/{_segment('job_id', job_id)}"
-    fields = {"tenant_id": tenant, "job_id": job_id}
-    return Call("get_job", "get_memory", "GET", path, fields, budget=budget)
+    return Call("get_job", "get_memory", "GET", JOB, {"tenant_id": tenant, "job_id": job_id}, budget=budget)
 
 
 def list_page(
     tenant: str, user: str, what: Literal["facts", "episodes"], limit: int, cursor: str | None
 ) -> Call:
     params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
-    path = f"{_memory_path(tenant, user)}/{what}"
-    return Call(f"list_{what}", "get_memory", "GET", path, _ids(tenant, user) | params, params=params)
+    return Call(f"list_{what}", "get_memory", "GET", f"{MEMORY}/{what}", _ids(tenant, user), params)
 
 
 def query_memory(tenant: str, user: str, request: dict[str, Any]) -> Call:
-    path = _memory_path(tenant, user) + "/query"
-    fields = _ids(tenant, user) | {"request": request}
-    return Call("query_memory", "recall", "POST", path, fields, body=request)
+    ids = _ids(tenant, user)
+    return Call("query_memory", "recall", "POST", MEMORY + "/query", ids, body=request, body_as_request=True)
 
 
 def get_context(tenant: str, user: str, request: dict[str, Any]) -> Call:
-    path = _memory_path(tenant, user) + "/context"
-    fields = _ids(tenant, user) | {"request": request}
-    return Call("get_context", "recall", "POST", path, fields, body=request)
+    ids = _ids(tenant, user)
+    return Call("get_context", "recall", "POST", MEMORY + "/context", ids, body=request, body_as_request=True)
 
 
 def ingest(
@@ -134,23 +136,20 @@ def ingest(
             check_identifier(f"items[{position}].id", item["id"])
     body = {"items": items, "upsert": upsert}
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-    fields = _ids(tenant, user) | body | ({"idempotency_key": idempotency_key} if idempotency_key else {})
-    path = _memory_path(tenant, user)
-    return Call("ingest", "ingest", "POST", path, fields, body=body, headers=headers, kind=WRITE)
+    return Call(
+        "ingest", "ingest", "POST", MEMORY, _ids(tenant, user), body=body, headers=headers, kind=WRITE
+    )
 
 
 def put_memory(tenant: str, user: str, memory: str, expected_version: int) -> Call:
     body = {"memory": memory, "expected_version": expected_version}
-    fields = _ids(tenant, user) | body
-    return Call("put_memory", "ingest", "PUT", _memory_path(tenant, user), fields, body=body, kind=WRITE)
+    return Call("put_memory", "ingest", "PUT", MEMORY, _ids(tenant, user), body=body, kind=WRITE)
 
 
 def delete_memory(tenant: str, user: str) -> Call:
-    path = _memory_path(tenant, user)
-    return Call("delete_memory", "ingest", "DELETE", path, _ids(tenant, user), kind=WRITE)
+    return Call("delete_memory", "ingest", "DELETE", MEMORY, _ids(tenant, user), kind=WRITE)
 
 
 def delete_fact(tenant: str, user: str, fact_id: str) -> Call:
-    path = f"{_memory_path(tenant, user)}/facts/{_segment('fact_id', fact_id)}"
-    fields = _ids(tenant, user) | {"fact_id": fact_id}
-    return Call("delete_fact", "ingest", "DELETE", path, fields, kind=WRITE)
+    ids = _ids(tenant, user) | {"fact_id": fact_id}
+    return Call("delete_fact", "ingest", "DELETE", MEMORY + "/facts/{fact_id}", ids, kind=WRITE)
