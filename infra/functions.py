@@ -201,7 +201,7 @@ class Functions(Construct):
                 compatible_runtimes=[RUNTIME],
                 compatible_architectures=[architecture(config)],
             )
-            for name, path in assets.layers.items()
+            for name in assets.layers
         }
 
         environments = function_environments(

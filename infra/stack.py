@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.api import Api
 from infra.bundling import LambdaAssets
 from infra.config import DeploymentConfig
-from infra.functions import Functions
+from infra.functions import Functions, entry_point
 from infra.monitoring import Monitoring
 from infra.queueing import Queueing
 from infra.storage import Storage
@@ -82,16 +82,19 @@ class HippocampusStack(cdk.Stack):
 
     def _outputs(self) -> None:
         functions = self.functions
+        # Under SnapStart the read functions are called through their `live` alias (a published
+        # version, snapshotted); `$LATEST` would initialize at every cold start.
+        get_memory, recall = entry_point(functions.get_memory), entry_point(functions.recall)
         outputs: dict[str, tuple[str, str]] = {
             "ApiUrl": (self.api.url, "Base URL of the API (routes start with v1/)"),
-            "GetMemoryFunctionName": (functions.get_memory.function_name, "Read function (direct invoke)"),
-            "GetMemoryFunctionArn": (functions.get_memory.function_arn, "Read function ARN"),
+            "GetMemoryFunctionName": (get_memory.function_name, "Read function (direct invoke)"),
+            "GetMemoryFunctionArn": (get_memory.function_arn, "Read function ARN"),
             "IngestFunctionName": (functions.ingest.function_name, "Write function (direct invoke)"),
             "IngestFunctionArn": (functions.ingest.function_arn, "Write function ARN"),
             "CondenserFunctionName": (functions.condenser.function_name, "Condenser function"),
             "CondenserFunctionArn": (functions.condenser.function_arn, "Condenser function ARN"),
-            "RecallFunctionName": (functions.recall.function_name, "Recall function (direct invoke)"),
-            "RecallFunctionArn": (functions.recall.function_arn, "Recall function ARN"),
+            "RecallFunctionName": (recall.function_name, "Recall function (direct invoke)"),
+            "RecallFunctionArn": (recall.function_arn, "Recall function ARN"),
             "TableName": (
                 self.storage.table.table_name,
                 "Memory table (memory, facts, jobs, Idempotency-Key records)",

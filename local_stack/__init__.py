@@ -8,7 +8,11 @@ See docs/architecture.md, "Local stack".
   context (`runtime.py`, `lambda_worker.py`, `lambda_context.py`);
 - an HTTP server (`http_server.py`) hands requests to the API Gateway emulation
   (`apigateway.py`), which turns them into REST proxy events;
-- a poller plays the condenser's SQS event source mapping (`event_source.py`);
+- moto's defects the service would trip over are fixed, each in a module of its own checked at
+  start by `moto_patching.py`: `moto_fifo.py`, `moto_dispatch.py`, `moto_dynamodb.py`,
+  `moto_attribute_values.py`, `moto_sqs_counts.py`, `moto_sqs.py`;
+- a poller plays the condenser's SQS event source mapping (`event_source.py`), letting the
+  callers' requests go first (`foreground.py`);
 - `events.py` builds the API Gateway events and SQS records, for the stack and the tests.
 - what moto holds is kept in a data directory across restarts and kills (`durable.py`: a snapshot
   and a write-ahead journal, `journal.py`; the records of moto's changes, `moto_state.py`,

@@ -90,6 +90,15 @@ def test_the_api_invokes_the_aliases_of_the_read_functions(snapstart: Synth) -> 
     assert any(f'"{ingest_id}"' in target for target in targets)
 
 
+def test_direct_invokers_are_given_the_aliases_of_the_read_functions(snapstart: Synth) -> None:
+    """The stack's outputs name what to invoke: `$LATEST` has no snapshot."""
+    outputs = snapstart.template.to_json()["Outputs"]
+    for name, output in (("get_memory", "GetMemory"), ("recall", "Recall")):
+        alias_id = _alias_of(snapstart, name)
+        assert alias_id in json.dumps(outputs[f"{output}FunctionName"]["Value"]), name
+        assert alias_id in json.dumps(outputs[f"{output}FunctionArn"]["Value"]), name
+
+
 def test_snapstart_passes_cdk_nag_and_cfn_lint(snapstart: Synth) -> None:
     assert_nag_clean(snapstart)
     assert_acknowledgments_used_and_explained(snapstart)
