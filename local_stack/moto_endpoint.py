@@ -27,9 +27,11 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from local_stack import moto_state
 from local_stack.durable import DurableState, RecordChanges, Restored, SyncBeforeAnswer
 from local_stack.moto_attribute_values import fix_moto_attribute_values
+from local_stack.moto_conditions import fix_moto_condition_parsing
 from local_stack.moto_dispatch import fix_moto_dispatch
 from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
 from local_stack.moto_fifo import fix_moto_fifo_ordering
+from local_stack.moto_item_size import fix_moto_item_size
 from local_stack.moto_sqs_counts import fix_moto_sqs_counts
 from local_stack.paths import LOOPBACK
 
@@ -81,6 +83,8 @@ class MotoEndpoint:
         fix_moto_dispatch()
         fix_moto_dynamodb_costs()
         fix_moto_attribute_values()
+        fix_moto_condition_parsing()
+        fix_moto_item_size()
         fix_moto_sqs_counts()
         moto_state.install()  # the records of moto's changes, and moto_sqs.py's lock
         if self.state is not None:
