@@ -41,7 +41,7 @@ def seed(call: Callable[..., Any]) -> None:
     """The memory and 200 facts through the API; 2,000 episodes as the condenser writes them."""
     from hippocampus import wiring
     from hippocampus.contracts.models import Episode
-    from hippocampus.domain.indexing import ALL_EPISODES
+    from hippocampus.domain.recall.indexing import ALL_EPISODES
     from tests.support.lambda_harness import api_event
 
     base = f"/v1/tenants/{TENANT}/users/{USER}/memory"

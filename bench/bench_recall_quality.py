@@ -16,7 +16,7 @@ Printed for each ranking, top 10 of the conversation's turns:
   README's "retrieval recall@k");
 - each as a ratio to the baseline: plain BM25 (k1=1.2, b=0.75, Lucene idf) over lowercase \\w+
   words, no stopwords dropped, no stemming, written here independently of the service's code.
-The rankings are hippocampus.domain.ranking.rank with the offline embedder's vectors (256
+The rankings are hippocampus.domain.recall.ranking.rank with the offline embedder's vectors (256
 dimensions): alpha 0 is the service's lexical ranking, 1 its vectors alone.
 Then the time of one rank() over 2,200 synthetic documents (the largest user corpus).
 
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
-from hippocampus.domain import lexical
-from hippocampus.domain.ranking import DEFAULT_ALPHA, Document, rank, unit
+from hippocampus.domain.recall import lexical
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, rank, unit
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT.parent / "shared/datasets/locomo/locomo10.json"

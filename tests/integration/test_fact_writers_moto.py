@@ -20,9 +20,9 @@ from hippocampus.adapters.sqs import SqsJobQueue
 from hippocampus.adapters.tracing import NoTracing
 from hippocampus.contracts.errors import LimitExceeded, NotFound
 from hippocampus.contracts.models import IngestRequest, Job
-from hippocampus.domain.edits import EditService
-from hippocampus.domain.fact_rules import live_counts
-from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.ingest.fact_rules import live_counts
+from hippocampus.domain.ingest.service import IngestService
+from hippocampus.domain.reads.edits import EditService
 from local_stack import aws as local_aws
 from local_stack.defaults import load as load_defaults
 from local_stack.moto_endpoint import MotoEndpoint

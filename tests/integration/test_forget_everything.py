@@ -7,7 +7,7 @@ import pytest
 
 from hippocampus import wiring
 from hippocampus.adapters.llm.offline import OfflineModel
-from hippocampus.domain import fact_rules
+from hippocampus.domain.ingest import fact_rules
 from tests.support.clients import ClientProxy, aws_error, fail, proxied_service
 from tests.support.lambda_harness import Context
 

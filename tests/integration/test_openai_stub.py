@@ -9,8 +9,8 @@ import pytest
 from hippocampus.adapters.llm import make_language_model
 from hippocampus.adapters.llm.offline import extract_blocks
 from hippocampus.adapters.llm.openai_chat import OpenAIChat
-from hippocampus.domain.condenser import Condenser, EmptyAnswer
-from hippocampus.domain.prompt import SYSTEM_PROMPT, CondenseInput
+from hippocampus.domain.condense.condenser import Condenser, EmptyAnswer
+from hippocampus.domain.condense.prompt import SYSTEM_PROMPT, CondenseInput
 from hippocampus.settings import Settings
 from tests.support.openai_stub import OpenAIStub
 

@@ -17,8 +17,8 @@ from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.sqs import SqsJobQueue
 from hippocampus.adapters.tracing import NoTracing
 from hippocampus.contracts.models import IngestRequest, Job, JobError
-from hippocampus.domain.edits import EditService
-from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.ingest.service import IngestService
+from hippocampus.domain.reads.edits import EditService
 from tests.support.clients import ClientProxy
 
 T, U = "acme", "alice"

@@ -82,17 +82,17 @@ def proxied_service(
     from hippocampus.api.entry import api_function
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import condenser_function
-    from hippocampus.domain.condenser import Condenser
-    from hippocampus.domain.consolidation import ConsolidationService
-    from hippocampus.domain.dead_letters import DeadLetterReconciler
-    from hippocampus.domain.edits import EditService
-    from hippocampus.domain.export import ExportService
-    from hippocampus.domain.indexing import Indexer
-    from hippocampus.domain.ingest import IngestService
-    from hippocampus.domain.lists import ListService
-    from hippocampus.domain.prompt import PromptTemplate
-    from hippocampus.domain.reads import ReadService
-    from hippocampus.domain.recall import RecallService
+    from hippocampus.domain.condense.condenser import Condenser
+    from hippocampus.domain.condense.consolidation import ConsolidationService
+    from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+    from hippocampus.domain.condense.prompt import PromptTemplate
+    from hippocampus.domain.ingest.service import IngestService
+    from hippocampus.domain.reads.edits import EditService
+    from hippocampus.domain.reads.export import ExportService
+    from hippocampus.domain.reads.lists import ListService
+    from hippocampus.domain.reads.service import ReadService
+    from hippocampus.domain.recall.indexing import Indexer
+    from hippocampus.domain.recall.service import RecallService
     from hippocampus.settings import get_settings
     from tests.support.lambda_harness import Service
 

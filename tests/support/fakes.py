@@ -73,18 +73,18 @@ from hippocampus.contracts.ports import (
 from hippocampus.contracts.recall import Episode, IndexMessage
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.condenser import Condenser
-from hippocampus.domain.consolidation import ConsolidationService
-from hippocampus.domain.dead_letters import DeadLetterReconciler
-from hippocampus.domain.edits import EditService
-from hippocampus.domain.export import ExportService
-from hippocampus.domain.indexing import Indexer
-from hippocampus.domain.ingest import IngestService
-from hippocampus.domain.lists import ListService
-from hippocampus.domain.queued import QueuedItem
-from hippocampus.domain.reads import ReadService
-from hippocampus.domain.recall import RecallService
-from hippocampus.domain.redrive import DeadLetterRedrive
+from hippocampus.domain.condense.condenser import Condenser
+from hippocampus.domain.condense.consolidation import ConsolidationService
+from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+from hippocampus.domain.condense.queued import QueuedItem
+from hippocampus.domain.condense.redrive import DeadLetterRedrive
+from hippocampus.domain.ingest.service import IngestService
+from hippocampus.domain.reads.edits import EditService
+from hippocampus.domain.reads.export import ExportService
+from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.service import ReadService
+from hippocampus.domain.recall.indexing import Indexer
+from hippocampus.domain.recall.service import RecallService
 from tests.support.lambda_harness import Context, api_event
 
 FINAL: frozenset[str] = frozenset({"completed", "skipped"})

@@ -167,7 +167,7 @@ wiring.recall_service()
 embedder = wiring.query_embedder()
 embedder.embed(["What does Alice sell?"])  # what the first query does before it reads the table
 prefixes = ("hippocampus.api.write_routes", "hippocampus.api.idempotency", "hippocampus.api.queue_batch",
-            "hippocampus.domain.ingest", "hippocampus.domain.consolidation", "hippocampus.adapters.sqs",
+            "hippocampus.domain.ingest.service", "hippocampus.domain.condense.consolidation", "hippocampus.adapters.sqs",
             "hippocampus.adapters.llm", "hippocampus.adapters.embeddings.openai_embeddings",
             "hippocampus.adapters.embeddings.bedrock_embeddings",
             "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parameters",

@@ -5,8 +5,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from hippocampus.contracts.models import IngestRequest
-from hippocampus.domain.deadline import Deadline
-from hippocampus.domain.queued import BURST_MAX_WAIT_S
+from hippocampus.domain.condense.deadline import Deadline
+from hippocampus.domain.condense.queued import BURST_MAX_WAIT_S
 from tests.support.fakes import Ports, ScriptedModel
 from tests.unit.test_burst import echo
 

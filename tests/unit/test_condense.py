@@ -19,8 +19,8 @@ from hippocampus.contracts.prompt_format import (
     count_words,
 )
 from hippocampus.domain.budget import clean_answer, fit_budget
-from hippocampus.domain.condenser import Condenser, EmptyAnswer
-from hippocampus.domain.prompt import (
+from hippocampus.domain.condense.condenser import Condenser, EmptyAnswer
+from hippocampus.domain.condense.prompt import (
     BUILT_IN_TEMPLATE,
     CUSTOM_INSTRUCTIONS_BEGIN,
     CUSTOM_INSTRUCTIONS_END,

@@ -15,7 +15,7 @@ from hippocampus.contracts.errors import ConfigurationError, LimitExceeded
 from hippocampus.contracts.models import IngestRequest
 from hippocampus.contracts.prompt_format import NOTHING_TO_KEEP, count_words
 from hippocampus.domain.budget import fit_budget, max_memory_chars
-from hippocampus.domain.queued import QueuedItem
+from hippocampus.domain.condense.queued import QueuedItem
 from hippocampus.settings import load_settings
 from tests.support.fakes import Outage, Ports, ScriptedModel
 

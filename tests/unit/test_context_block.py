@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 import pytest
 
 from hippocampus.contracts.prompt_format import count_words
-from hippocampus.domain.context_block import (
+from hippocampus.domain.recall.context_block import (
     EPISODES_HEADING,
     FACTS_HEADING,
     MEMORY_HEADING,
     build_context,
 )
-from hippocampus.domain.ranking import Document, Ranked
+from hippocampus.domain.recall.ranking import Document, Ranked
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 SUMMARY = "Alice sells handmade candles on Shopify."

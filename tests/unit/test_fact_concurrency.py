@@ -12,8 +12,8 @@ import pytest
 from hippocampus.contracts.errors import ConditionFailed, LimitExceeded, NotFound, WriteConflict
 from hippocampus.contracts.fact_ports import FactCounts
 from hippocampus.contracts.models import Fact, IngestRequest, Job
-from hippocampus.domain.fact_rules import live_counts
-from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.ingest.fact_rules import live_counts
+from hippocampus.domain.ingest.service import IngestService
 from tests.support.fakes import Ports
 
 T, U = "acme", "alice"

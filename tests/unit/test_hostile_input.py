@@ -28,7 +28,7 @@ from hippocampus.contracts.prompt_format import (
     OLD_MEMORY_BEGIN,
     OLD_MEMORY_END,
 )
-from hippocampus.domain.prompt import (
+from hippocampus.domain.condense.prompt import (
     CUSTOM_INSTRUCTIONS_BEGIN,
     CUSTOM_INSTRUCTIONS_END,
     USER_NAME_BEGIN,

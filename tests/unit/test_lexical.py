@@ -2,7 +2,7 @@
 
 import pytest
 
-from hippocampus.domain.lexical import bm25_scores, lexical_scores, plain_text, tokenize
+from hippocampus.domain.recall.lexical import bm25_scores, lexical_scores, plain_text, tokenize
 
 FACTS = [
     "Alice takes payments through Stripe.",

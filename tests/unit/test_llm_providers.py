@@ -24,8 +24,8 @@ from hippocampus.contracts.prompt_format import (
     OLD_MEMORY_END,
     count_words,
 )
-from hippocampus.domain.condenser import Condenser
-from hippocampus.domain.prompt import SYSTEM_PROMPT, CondenseInput, PromptTemplate
+from hippocampus.domain.condense.condenser import Condenser
+from hippocampus.domain.condense.prompt import SYSTEM_PROMPT, CondenseInput, PromptTemplate
 from hippocampus.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +141,7 @@ def test_bedrock_takes_a_bedrock_model_by_default_or_the_one_configured(settings
 def test_importing_the_llm_package_loads_neither_openai_nor_boto3(monkeypatch: pytest.MonkeyPatch) -> None:
     code = (
         "import sys\n"
-        "import hippocampus.domain.condenser, hippocampus.adapters.llm, hippocampus.adapters.llm.offline\n"
+        "import hippocampus.domain.condense.condenser, hippocampus.adapters.llm, hippocampus.adapters.llm.offline\n"
         "import hippocampus.adapters.llm.openai_chat, hippocampus.adapters.llm.bedrock\n"
         "from hippocampus.settings import Settings\n"
         "provider = hippocampus.adapters.llm.make_language_model(Settings())\n"

@@ -6,7 +6,12 @@ from typing import Any
 from local_stack.event_source import SqsEventSource
 from local_stack.foreground import Foreground
 
-MESSAGE = {"MessageId": "m1", "ReceiptHandle": "r1", "Body": "{}", "MD5OfBody": "99914b932bd37a50b983c5e7c90ae93b"}
+MESSAGE = {
+    "MessageId": "m1",
+    "ReceiptHandle": "r1",
+    "Body": "{}",
+    "MD5OfBody": "99914b932bd37a50b983c5e7c90ae93b",
+}
 
 
 def test_nothing_being_served_is_quiet_at_once() -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
-from hippocampus.domain.lexical import lexical_scores
-from hippocampus.domain.ranking import (
+from hippocampus.domain.recall.lexical import lexical_scores
+from hippocampus.domain.recall.ranking import (
     DEFAULT_ALPHA,
     RECENCY_HALF_LIFE_DAYS,
     Document,

@@ -236,7 +236,7 @@ def test_a_query_is_ranked_by_words_when_the_embedding_provider_is_down(ports):
 
 
 def test_indexing_stops_between_calls_when_the_invocation_runs_short(ports):
-    from hippocampus.domain.indexing import IndexingCut
+    from hippocampus.domain.recall.indexing import IndexingCut
 
     ingest(ports, *({"id": f"f{n}", "text": f"Fact {n}.", "infer": False} for n in range(3)))
     with pytest.raises(IndexingCut):

@@ -11,7 +11,7 @@ import pytest
 from hippocampus.api.queue_batch import condenser_function
 from hippocampus.contracts.models import CondenseMessage, IngestRequest, JobError
 from hippocampus.contracts.recall import IndexMessage
-from hippocampus.domain.queued import QueuedItem
+from hippocampus.domain.condense.queued import QueuedItem
 from tests.support.fakes import Ports, ScriptedModel, group_of
 from tests.support.lambda_harness import Context
 

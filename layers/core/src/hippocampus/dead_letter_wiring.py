@@ -12,8 +12,8 @@ from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
     from hippocampus.contracts.ports import JobStore
-    from hippocampus.domain.dead_letters import DeadLetterReconciler
-    from hippocampus.domain.redrive import DeadLetterRedrive
+    from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+    from hippocampus.domain.condense.redrive import DeadLetterRedrive
 
 
 def dead_letter_services(
@@ -26,14 +26,14 @@ def dead_letter_services(
     @lru_cache(maxsize=1)
     def reconciler() -> "DeadLetterReconciler":
         from hippocampus.adapters.sqs import SqsDeadLetters
-        from hippocampus.domain.dead_letters import DeadLetterReconciler
+        from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 
         return DeadLetterReconciler(jobs(), SqsDeadLetters(dlq_url, _sqs))
 
     @lru_cache(maxsize=1)
     def redrive() -> "DeadLetterRedrive":
         from hippocampus.adapters.sqs import SqsRedrive
-        from hippocampus.domain.redrive import DeadLetterRedrive
+        from hippocampus.domain.condense.redrive import DeadLetterRedrive
 
         return DeadLetterRedrive(jobs(), SqsRedrive(dlq_url, queue_url, _sqs))
 

@@ -65,16 +65,16 @@ class Settings(BaseModel):
     openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     llm_api_key_secret: str | None = None
     llm_timeout_s: float = Field(20.0, gt=0)
-    # The most characters one condensation prompt carries (domain/prompt_budget.py).
+    # The most characters one condensation prompt carries (domain/condense/prompt_budget.py).
     prompt_max_chars: int = Field(100_000, ge=10_000, le=2_000_000)
-    # How long a user's burst must be quiet before it is condensed (domain/queued.py); 0: no wait.
+    # How long a user's burst must be quiet before it is condensed (domain/condense/queued.py); 0: no wait.
     burst_window_ms: int = Field(300, ge=0, le=1_000)
 
     # Recall: the vectors of facts and episodes (None: `openai` with a key, else `offline`).
     embedding_provider: EmbeddingProviderName | None = None
     embedding_model: str | None = Field(None, min_length=1)
     embedding_dimensions: int = Field(DEFAULT_EMBEDDING_DIMENSIONS, ge=64, le=1536)
-    # The newest condensed turns kept per user for recall (domain/episodes.py).
+    # The newest condensed turns kept per user for recall (domain/condense/episodes.py).
     max_episodes: int = Field(2_000, ge=1, le=10_000)
 
     # Retention.

@@ -21,9 +21,9 @@ from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
 from hippocampus.dead_letter_wiring import dead_letter_services
-from hippocampus.domain.export import ExportService
-from hippocampus.domain.lists import ListService
-from hippocampus.domain.reads import ReadService
+from hippocampus.domain.reads.export import ExportService
+from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.service import ReadService
 from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
@@ -33,11 +33,11 @@ if TYPE_CHECKING:
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.contracts.ports import Embedder, JobQueue, LanguageModel, Tracing
-    from hippocampus.domain.consolidation import ConsolidationService
-    from hippocampus.domain.edits import EditService
-    from hippocampus.domain.indexing import Indexer
-    from hippocampus.domain.ingest import IngestService
-    from hippocampus.domain.recall import RecallService
+    from hippocampus.domain.condense.consolidation import ConsolidationService
+    from hippocampus.domain.ingest.service import IngestService
+    from hippocampus.domain.reads.edits import EditService
+    from hippocampus.domain.recall.indexing import Indexer
+    from hippocampus.domain.recall.service import RecallService
 
 
 @lru_cache(maxsize=1)
@@ -121,14 +121,14 @@ def query_embedder() -> "Embedder | None":
 
 @lru_cache(maxsize=1)
 def recall_service() -> "RecallService":
-    from hippocampus.domain.recall import RecallService
+    from hippocampus.domain.recall.service import RecallService
 
     return RecallService(recall_store(), query_embedder, _read_tracing())
 
 
 @lru_cache(maxsize=1)
 def indexer() -> "Indexer":
-    from hippocampus.domain.indexing import Indexer
+    from hippocampus.domain.recall.indexing import Indexer
 
     return Indexer(recall_store(), embedder)
 
@@ -142,7 +142,7 @@ def job_queue() -> "JobQueue":
 
 @lru_cache(maxsize=1)
 def ingest_service() -> "IngestService":
-    from hippocampus.domain.ingest import IngestService
+    from hippocampus.domain.ingest.service import IngestService
 
     tracing = _tracing()
     return IngestService(memory_store(), job_store(), archive(), job_queue, tracing)
@@ -160,7 +160,7 @@ def idempotent_ingest() -> "IdempotentIngest":
 
 @lru_cache(maxsize=1)
 def edit_service() -> "EditService":
-    from hippocampus.domain.edits import EditService
+    from hippocampus.domain.reads.edits import EditService
 
     settings = get_settings()
     return EditService(memory_store(), job_store(), archive(), _tracing(), settings.max_words)
@@ -168,9 +168,9 @@ def edit_service() -> "EditService":
 
 def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
     """The condenser's service, condensing with the model `model` gives (built on first use)."""
-    from hippocampus.domain.condenser import Condenser
-    from hippocampus.domain.consolidation import ConsolidationService
-    from hippocampus.domain.prompt import PromptTemplate
+    from hippocampus.domain.condense.condenser import Condenser
+    from hippocampus.domain.condense.consolidation import ConsolidationService
+    from hippocampus.domain.condense.prompt import PromptTemplate
 
     settings = get_settings()
     template = PromptTemplate.from_text(settings.condense_prompt)  # an unknown placeholder fails here

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from hippocampus.contracts.errors import DependencyUnavailable, IdempotencyConflict
 from hippocampus.contracts.models import IngestRequest, JobsResponse
 from hippocampus.contracts.names import IDEMPOTENCY_KEY_PREFIX
-from hippocampus.domain.ingest import IngestService
+from hippocampus.domain.ingest.service import IngestService
 
 
 class IngestCommand(BaseModel):

@@ -1,5 +1,5 @@
 """The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out; its scheduled
-pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/dead_letters.py);
+pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/condense/dead_letters.py);
 and its direct action, the redrive of that queue (api/redrive_action.py).
 
 The whole batch is handed to the consolidation service at once, so one user's records are
@@ -21,10 +21,10 @@ from hippocampus.api.envelope import JSON
 from hippocampus.api.redrive_action import RedriveProvider, invoke_redrive
 from hippocampus.contracts.models import CondenseMessage
 from hippocampus.contracts.recall import IndexMessage
-from hippocampus.domain.consolidation import ConsolidationService
-from hippocampus.domain.dead_letters import DeadLetterReconciler
-from hippocampus.domain.indexing import Indexer, index_users
-from hippocampus.domain.queued import QueuedItem
+from hippocampus.domain.condense.consolidation import ConsolidationService
+from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+from hippocampus.domain.condense.queued import QueuedItem
+from hippocampus.domain.recall.indexing import Indexer, index_users
 from hippocampus.observability import logger, metrics
 
 CondenserHandler = Callable[[Any, LambdaContext], PartialItemFailureResponse | JSON]

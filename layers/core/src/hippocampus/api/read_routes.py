@@ -38,9 +38,9 @@ from hippocampus.contracts.routes import (
     MEMORY_PATH,
     powertools_path,
 )
-from hippocampus.domain.export import ExportService
-from hippocampus.domain.lists import ListService
-from hippocampus.domain.reads import ReadService
+from hippocampus.domain.reads.export import ExportService
+from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.service import ReadService
 
 router = APIGatewayRouter()
 

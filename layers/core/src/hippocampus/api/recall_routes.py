@@ -10,7 +10,7 @@ from hippocampus.api.dependencies import unwired
 from hippocampus.api.params import TenantId, UserId
 from hippocampus.contracts.recall import ContextRequest, ContextResponse, QueryRequest, QueryResponse
 from hippocampus.contracts.routes import CONTEXT_PATH, QUERY_PATH, powertools_path
-from hippocampus.domain.recall import RecallService
+from hippocampus.domain.recall.service import RecallService
 
 router = APIGatewayRouter()
 

@@ -14,7 +14,7 @@ from hippocampus.api.direct import payload_object
 from hippocampus.api.envelope import JSON, dependency_error, envelope, internal_error, validation_error
 from hippocampus.contracts.errors import ServiceError, ValidationFailed
 from hippocampus.contracts.redrive import REDRIVE_ACTION, RedriveRequest
-from hippocampus.domain.redrive import DeadLetterRedrive
+from hippocampus.domain.condense.redrive import DeadLetterRedrive
 
 RedriveProvider = Callable[[], DeadLetterRedrive]
 _ONE_OF = f"one of: {REDRIVE_ACTION}"

@@ -14,7 +14,7 @@ import re
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from hippocampus.contracts.models import MemoryBody
-from hippocampus.domain.reads import MemoryRead
+from hippocampus.domain.reads.service import MemoryRead
 
 _MEMORY_ETAG = re.compile(r'^(?:W/)?"(\d+)(?:-[0-9a-f]{12})?"$')
 _FIELD_SEPARATOR = "\x1f"

@@ -20,7 +20,7 @@ from hippocampus.contracts.models import (
     PutMemoryRequest,
 )
 from hippocampus.contracts.routes import FACT_PATH, MEMORY_PATH, powertools_path
-from hippocampus.domain.edits import EditService
+from hippocampus.domain.reads.edits import EditService
 
 router = APIGatewayRouter()
 

@@ -1,6 +1,6 @@
 """Ports of the fact writes: a user's facts with their counts, and the commits that change them
 (docs/architecture.md "Fact limits"). MemoryStore (contracts/ports.py) reads and commits them;
-domain/fact_writes.py decides what a commit holds."""
+domain/ingest/fact_writes.py decides what a commit holds."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

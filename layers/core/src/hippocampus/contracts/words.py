@@ -1,6 +1,6 @@
 """What recall counts as a word: the tokens of lexical ranking and of the offline embeddings.
 
-Shared by hippocampus.domain.lexical (BM25) and hippocampus.adapters.embeddings.offline (hashed
+Shared by hippocampus.domain.recall.lexical (BM25) and hippocampus.adapters.embeddings.offline (hashed
 vectors), which must see the same tokens and may not import each other (adapters do not import
 the domain: tests/unit/test_architecture.py).
 

@@ -7,7 +7,7 @@ with blake2b — the same in every process, unlike Python's salted hash() — to
 slots with a sign, so collisions cancel out on average instead of adding up; the sum is
 L2-normalised. No numpy: a few hundred floats per text.
 
-The stems are lexical ranking's (domain/lexical.py): both take their tokens from
+The stems are lexical ranking's (domain/recall/lexical.py): both take their tokens from
 hippocampus.contracts.words.
 """
 

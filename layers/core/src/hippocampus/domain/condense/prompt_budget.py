@@ -5,7 +5,7 @@ oldest first, each with its own conditional write (docs/architecture.md "The con
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hippocampus.domain.prompt import CondenseInput
+from hippocampus.domain.condense.prompt import CondenseInput
 from hippocampus.observability import MetricName, logger, record_metric
 
 # The default suits the default models: 100,000 characters stay under gpt-4o-mini's 128k-token

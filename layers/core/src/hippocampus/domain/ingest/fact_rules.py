@@ -1,5 +1,5 @@
 """What a request may do to a user's facts: the fact limits and what each fact counts for
-(docs/api.md "Ingest", "Limits"). Decided on one read of the facts (domain/fact_writes.py), and
+(docs/api.md "Ingest", "Limits"). Decided on one read of the facts (domain/ingest/fact_writes.py), and
 held by the commit that writes them, which checks the counts again."""
 
 from collections.abc import Mapping

@@ -18,8 +18,8 @@ from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import ExportDocument
 from hippocampus.contracts.ports import ArchiveStore, EpisodeStore, JobStore, MemoryStore, Tracing
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
-from hippocampus.domain.reads import memory_body
+from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
+from hippocampus.domain.reads.service import memory_body
 from hippocampus.observability import MetricName, record_metric
 
 SECTIONS = ("items", "history", "jobs", "episodes")

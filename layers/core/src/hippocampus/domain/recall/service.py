@@ -25,10 +25,10 @@ from hippocampus.contracts.recall import (
 )
 from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.context_block import build_context
-from hippocampus.domain.indexing import model_key
-from hippocampus.domain.lexical import plain_text
-from hippocampus.domain.ranking import DEFAULT_ALPHA, Document, Ranked, rank
+from hippocampus.domain.recall.context_block import build_context
+from hippocampus.domain.recall.indexing import model_key
+from hippocampus.domain.recall.lexical import plain_text
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, Ranked, rank
 from hippocampus.observability import MetricName, logger, record_metric
 
 # The most documents the context block considers: more could never fit 2,000 words.

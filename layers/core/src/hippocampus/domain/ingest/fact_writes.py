@@ -36,7 +36,7 @@ from hippocampus.contracts.models import Fact, IngestItem, Job
 from hippocampus.contracts.names import FACT_WRITE_RETRY_S
 from hippocampus.contracts.ports import MemoryStore, Tracing
 from hippocampus.domain.clock import Clock
-from hippocampus.domain.fact_rules import (
+from hippocampus.domain.ingest.fact_rules import (
     FACT_EXISTS,
     fact_limits,
     item_size,
@@ -196,7 +196,7 @@ def first_commit(
 
 
 class FactWriter:
-    """The fact path of an ingest (domain/ingest.py)."""
+    """The fact path of an ingest (domain/ingest/service.py)."""
 
     def __init__(
         self, store: MemoryStore, tracing: Tracing, clock: Clock, sleep: Callable[[float], None]

@@ -9,7 +9,7 @@ from datetime import datetime
 from hippocampus.contracts.models import EpisodePlace, Fact
 from hippocampus.contracts.ports import EpisodeStore, MemoryStore, Tracing
 from hippocampus.contracts.recall import EpisodeList, FactList
-from hippocampus.domain.cursors import decode_position, encode_position, invalid_cursor
+from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
 
 
 def _fact_order(fact: Fact) -> tuple[float, str]:

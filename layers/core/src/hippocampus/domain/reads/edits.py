@@ -16,10 +16,10 @@ from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Mem
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.fact_rules import stored_size
-from hippocampus.domain.fact_writes import Backoff
 from hippocampus.domain.history import HistoryArchive
-from hippocampus.domain.reads import MemoryRead, memory_body
+from hippocampus.domain.ingest.fact_rules import stored_size
+from hippocampus.domain.ingest.fact_writes import Backoff
+from hippocampus.domain.reads.service import MemoryRead, memory_body
 from hippocampus.observability import MetricName, logger, record_metric
 
 
@@ -98,7 +98,7 @@ class EditService:
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
         """Delete the fact and take it off the user's fact counts in one transaction; decided again
-        on a new read when a concurrent writer changed it meanwhile (domain/fact_writes.py)."""
+        on a new read when a concurrent writer changed it meanwhile (domain/ingest/fact_writes.py)."""
         backoff = Backoff(self._sleep)
         while True:
             with self._tracing.span("dynamodb.read_facts", tenant_id=tenant_id):

@@ -6,7 +6,7 @@ Semantics (docs/api.md "Recall"):
   the filter's value, or one of its values when it is a list (IN). The lexical statistics (idf,
   average length) are those of the filtered documents.
 - semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to [0, 1].
-- lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.lexical).
+- lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.recall.lexical).
 - relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
   lexical only. A document without a vector (None, or a vector of another size; the caller passes
   None for a vector of another model), or every document when the query has no vector, uses its
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from hippocampus.domain.lexical import lexical_scores
+from hippocampus.domain.recall.lexical import lexical_scores
 
 DEFAULT_ALPHA: Final = 0.5
 RECENCY_HALF_LIFE_DAYS: Final = 30.0

@@ -31,14 +31,19 @@ from hippocampus.contracts.ports import (
 )
 from hippocampus.contracts.recall import Episode
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.condenser import Condenser
-from hippocampus.domain.deadline import OUT_OF_TIME, Deadline, LastReceiveGuard, require_time_for_a_call
-from hippocampus.domain.episodes import DEFAULT_MAX_EPISODES, episode_of
+from hippocampus.domain.condense.condenser import Condenser
+from hippocampus.domain.condense.deadline import (
+    OUT_OF_TIME,
+    Deadline,
+    LastReceiveGuard,
+    require_time_for_a_call,
+)
+from hippocampus.domain.condense.episodes import DEFAULT_MAX_EPISODES, episode_of
+from hippocampus.domain.condense.live_items import ItemContents
+from hippocampus.domain.condense.prompt import CondenseInput
+from hippocampus.domain.condense.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
+from hippocampus.domain.condense.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
 from hippocampus.domain.history import HistoryArchive
-from hippocampus.domain.live_items import ItemContents
-from hippocampus.domain.prompt import CondenseInput
-from hippocampus.domain.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
-from hippocampus.domain.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
 from hippocampus.observability import MetricName, logger, record_metric, record_tenant_usage
 
 WRITE_ATTEMPTS = 3

@@ -2,7 +2,7 @@
 
 from hippocampus.contracts.models import CondenseMessage, IngestItem
 from hippocampus.contracts.recall import EPISODE_MAX_CHARS, Episode
-from hippocampus.domain.prompt import CondenseInput
+from hippocampus.domain.condense.prompt import CondenseInput
 
 # The newest episodes kept per user when none is configured (MEMORY_MAX_EPISODES).
 DEFAULT_MAX_EPISODES = 2_000

@@ -20,8 +20,8 @@ from hippocampus.domain.budget import (
     means_nothing_to_keep,
     within_budget,
 )
-from hippocampus.domain.deadline import Deadline, require_time_for_a_call
-from hippocampus.domain.prompt import (
+from hippocampus.domain.condense.deadline import Deadline, require_time_for_a_call
+from hippocampus.domain.condense.prompt import (
     FIRMER_CHARS_INSTRUCTION,
     FIRMER_INSTRUCTION,
     SYSTEM_PROMPT,

@@ -1,4 +1,4 @@
-"""Ingestion (POST …/memory): facts are stored at once (domain/fact_writes.py), turns are queued
+"""Ingestion (POST …/memory): facts are stored at once (domain/ingest/fact_writes.py), turns are queued
 for the condenser.
 
 "Deletion wins" (docs/architecture.md) with one read of the memory item: the raw payload is
@@ -32,7 +32,7 @@ from hippocampus.contracts.ports import (
     Tracing,
 )
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.fact_writes import FactWriter
+from hippocampus.domain.ingest.fact_writes import FactWriter
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
 from hippocampus.observability import MetricName, logger, record_metric
 

@@ -28,7 +28,7 @@ from typing import Final
 
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.domain.budget import fit_budget
-from hippocampus.domain.ranking import Ranked
+from hippocampus.domain.recall.ranking import Ranked
 
 MEMORY_HEADING: Final = "What you know about this user:"
 FACTS_HEADING: Final = "Relevant facts:"

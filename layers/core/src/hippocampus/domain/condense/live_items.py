@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
-from hippocampus.domain.queued import QueuedItem
+from hippocampus.domain.condense.queued import QueuedItem
 from hippocampus.observability import MetricName, logger, record_metric
 
 PAYLOAD_MISSING = JobError(code="payload_missing", message="the accepted payload is no longer stored")
