@@ -6,8 +6,9 @@ handlers from the same `api` factories with fakes instead (tests/support/fakes.p
 `reset()` to rebuild from another environment.
 """
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
@@ -20,80 +21,90 @@ from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
-from hippocampus.dead_letter_wiring import dead_letter_services
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
 from hippocampus.domain.reads.service import ReadService
 from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
-    from hippocampus.contracts.ports import Embedder, JobQueue, LanguageModel, Tracing
+    from hippocampus.contracts.ports import Embedder, JobQueue, JobStore, LanguageModel, Tracing
     from hippocampus.domain.condense.consolidation import ConsolidationService
+    from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+    from hippocampus.domain.condense.redrive import DeadLetterRedrive
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.reads.edits import EditService
     from hippocampus.domain.recall.indexing import Indexer
     from hippocampus.domain.recall.service import RecallService
 
+Built = TypeVar("Built")
+# What this process has built: `reset()` forgets all of it at once.
+_BUILT: list[Any] = []
 
-@lru_cache(maxsize=1)
+
+def once(factory: "Callable[[], Built]") -> "Callable[[], Built]":
+    """`factory`, run on first use and its result kept for the process."""
+    cached = lru_cache(maxsize=1)(factory)
+    _BUILT.append(cached)
+    return cached
+
+
+@once
 def _tracing() -> "Tracing":
     """The write side's tracer, one per process (the read path builds its own, without the X-Ray SDK)."""
     return make_tracing(get_settings().tracing_mode)
 
 
-@lru_cache(maxsize=1)
+@once
 def _table() -> Table:
     return Table(get_settings().require("table_name"), lambda: aws_clients.client("dynamodb"))
 
 
-@lru_cache(maxsize=1)
+@once
 def memory_store() -> DynamoMemoryStore:
     settings = get_settings()
     return DynamoMemoryStore(_table(), settings.ttl_days, settings.job_retention_days)
 
 
-@lru_cache(maxsize=1)
+@once
 def job_store() -> DynamoJobStore:
     return DynamoJobStore(_table(), get_settings().job_retention_days)
 
 
-@lru_cache(maxsize=1)
+@once
 def episode_store() -> DynamoEpisodeStore:
     return DynamoEpisodeStore(_table(), get_settings().job_retention_days)
 
 
-@lru_cache(maxsize=1)
+@once
 def archive() -> S3Archive:
     return S3Archive(get_settings().require("bucket_name"), lambda: aws_clients.client("s3"))
 
 
-@lru_cache(maxsize=1)
+@once
 def _read_tracing() -> "Tracing":
     # The read path never loads the X-Ray SDK: Lambda active tracing records the invocation.
     return make_tracing(get_settings().tracing_mode, allow_xray_sdk=False)
 
 
-@lru_cache(maxsize=1)
+@once
 def read_service() -> ReadService:
     return ReadService(memory_store(), job_store(), archive(), _read_tracing())
 
 
-@lru_cache(maxsize=1)
+@once
 def export_service() -> ExportService:
     return ExportService(memory_store(), job_store(), archive(), _read_tracing(), episode_store())
 
 
-@lru_cache(maxsize=1)
+@once
 def list_service() -> ListService:
     return ListService(memory_store(), episode_store(), _read_tracing())
 
 
-@lru_cache(maxsize=1)
+@once
 def recall_store() -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.episode_cache import EpisodeCache
@@ -101,7 +112,7 @@ def recall_store() -> "DynamoRecallStore":
     return DynamoRecallStore(_table(), memory_store(), EpisodeCache(get_settings().max_episodes))
 
 
-@lru_cache(maxsize=1)
+@once
 def embedder() -> "Embedder | None":
     """The configured embedding model of the condenser (documents): built at cold start (a missing
     key or a size the provider does not offer fails it); no provider SDK is imported until the
@@ -111,7 +122,7 @@ def embedder() -> "Embedder | None":
     return make_embedder(get_settings())
 
 
-@lru_cache(maxsize=1)
+@once
 def query_embedder() -> "Embedder | None":
     """The same model for the recall function, with short attempts: both, and the read, fit its timeout."""
     from hippocampus.adapters.embeddings.factory import make_embedder
@@ -119,28 +130,28 @@ def query_embedder() -> "Embedder | None":
     return make_embedder(get_settings(), timeout_s=RECALL_EMBEDDING_TIMEOUT_S)
 
 
-@lru_cache(maxsize=1)
+@once
 def recall_service() -> "RecallService":
     from hippocampus.domain.recall.service import RecallService
 
     return RecallService(recall_store(), query_embedder, _read_tracing())
 
 
-@lru_cache(maxsize=1)
+@once
 def indexer() -> "Indexer":
     from hippocampus.domain.recall.indexing import Indexer
 
     return Indexer(recall_store(), embedder)
 
 
-@lru_cache(maxsize=1)
+@once
 def job_queue() -> "JobQueue":
     from hippocampus.adapters.sqs import SqsJobQueue
 
     return SqsJobQueue(get_settings().require("queue_url"), lambda: aws_clients.client("sqs"))
 
 
-@lru_cache(maxsize=1)
+@once
 def ingest_service() -> "IngestService":
     from hippocampus.domain.ingest.service import IngestService
 
@@ -148,7 +159,7 @@ def ingest_service() -> "IngestService":
     return IngestService(memory_store(), job_store(), archive(), job_queue, tracing)
 
 
-@lru_cache(maxsize=1)
+@once
 def idempotent_ingest() -> "IdempotentIngest":
     from hippocampus.adapters.dynamodb_idempotency import user_records
     from hippocampus.api.idempotency import IdempotentIngest
@@ -158,7 +169,7 @@ def idempotent_ingest() -> "IdempotentIngest":
     return IdempotentIngest(ingest_service(), records, settings.idempotency_ttl_s)
 
 
-@lru_cache(maxsize=1)
+@once
 def edit_service() -> "EditService":
     from hippocampus.domain.reads.edits import EditService
 
@@ -196,7 +207,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
     )
 
 
-@lru_cache(maxsize=1)
+@once
 def consolidation_service() -> "ConsolidationService":
     from hippocampus.adapters.llm import make_language_model
 
@@ -242,6 +253,34 @@ def recall_handler() -> LambdaHandler:
     )
 
 
+def dead_letter_services(
+    jobs: "Callable[[], JobStore]",
+) -> "tuple[Callable[[], DeadLetterReconciler], Callable[[], DeadLetterRedrive]]":
+    """The condenser's scheduled pass over its DLQ and the DLQ's redrive (docs/operations.md "The
+    dead-letter queue"), each built on first use; a missing MEMORY_DLQ_URL or MEMORY_QUEUE_URL fails now."""
+    settings = get_settings()
+    dlq_url, queue_url = settings.require("dlq_url"), settings.require("queue_url")
+
+    def sqs() -> Any:
+        return aws_clients.client("sqs")
+
+    @lru_cache(maxsize=1)
+    def reconciler() -> "DeadLetterReconciler":
+        from hippocampus.adapters.sqs import SqsDeadLetters
+        from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
+
+        return DeadLetterReconciler(jobs(), SqsDeadLetters(dlq_url, sqs))
+
+    @lru_cache(maxsize=1)
+    def redrive() -> "DeadLetterRedrive":
+        from hippocampus.adapters.sqs import SqsRedrive
+        from hippocampus.domain.condense.redrive import DeadLetterRedrive
+
+        return DeadLetterRedrive(jobs(), SqsRedrive(dlq_url, queue_url, sqs))
+
+    return reconciler, redrive
+
+
 def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler":
     """The SQS-triggered condenser (with its scheduled pass over the DLQ, and the DLQ's redrive);
     settings and the prompt template are checked at cold start.
@@ -260,29 +299,8 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
 
 
 def reset() -> None:
-    """Forget every cached object (tests switch environments and endpoints)."""
-    for cached in (
-        _tracing,
-        _read_tracing,
-        _table,
-        memory_store,
-        job_store,
-        episode_store,
-        archive,
-        read_service,
-        export_service,
-        list_service,
-        recall_store,
-        embedder,
-        query_embedder,
-        recall_service,
-        indexer,
-        job_queue,
-        ingest_service,
-        idempotent_ingest,
-        edit_service,
-        consolidation_service,
-    ):
+    """Forget everything built (tests switch environments and endpoints)."""
+    for cached in _BUILT:
         cached.cache_clear()
     get_settings.cache_clear()
     aws_clients.reset_clients()
