@@ -1,0 +1,40 @@
+"""Lambda SnapStart's hooks for the read functions (`hippocampus.snapstart`, docs/configuration.md).
+
+Under SnapStart a handler's import runs once per published version and is snapshotted; the hooks
+registered here run just before the snapshot and after each restore. Outside a snapshotting
+runtime (tests, the local stack) `snapshot_restore_py` is absent and nothing is registered.
+"""
+
+import random
+from collections.abc import Callable
+
+from hippocampus.adapters import aws_clients
+
+
+def prime_clients(*services: str) -> Callable[[], None]:
+    """What the first request would build otherwise: the clients (service model, endpoint rules,
+    credentials) and the Query paginator's model. No request is sent: a connection opened now would
+    be a dead one in every restored environment."""
+
+    def prime() -> None:
+        for service in services:
+            client = aws_clients.client(service)
+            if service == "dynamodb":
+                client.get_paginator("query")
+
+    return prime
+
+
+def around_snapshot(prime: Callable[[], None]) -> None:
+    """`prime` before the snapshot; after each restore, a seed of its own for `random`."""
+    try:  # part of the Lambda Python runtime, which calls the hooks only around a snapshot
+        from snapshot_restore_py import (  # type: ignore[import-not-found]
+            register_after_restore,
+            register_before_snapshot,
+        )
+    except ImportError:
+        return
+    register_before_snapshot(prime)
+    # Every environment restored from one snapshot would share its `random` state (botocore's retry
+    # jitter among others): each draws a seed of its own from os.urandom.
+    register_after_restore(random.seed)
