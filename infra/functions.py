@@ -133,7 +133,7 @@ class ServiceFunction(Construct):
             "AwsSolutions-L1",
             "python3.13 on purpose: the layers ship .pyc compiled by the runtime's own Python version "
             "(no Docker), and the build environment compiles with python3.13; moving to a newer runtime "
-            "means rebuilding with that interpreter (tools/bytecode.py PYTHON_VERSION).",
+            "means rebuilding with that interpreter (tools/assets.py PYTHON_VERSION).",
         )
         if config.tracing:
             acknowledge(

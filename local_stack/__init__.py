@@ -10,7 +10,8 @@ See docs/architecture.md, "Local stack".
   (`apigateway.py`), which turns them into REST proxy events;
 - moto's defects the service would trip over are fixed, each in a module of its own checked at
   start by `moto_patching.py`: `moto_fifo.py`, `moto_dispatch.py`, `moto_dynamodb.py`,
-  `moto_attribute_values.py`, `moto_sqs_counts.py`, `moto_sqs.py`;
+  `moto_attribute_values.py`, `moto_conditions.py`, `moto_item_size.py`, `moto_sqs_counts.py`,
+  `moto_sqs.py`;
 - a poller plays the condenser's SQS event source mapping (`event_source.py`), letting the
   callers' requests go first (`foreground.py`);
 - `events.py` builds the API Gateway events and SQS records, for the stack and the tests.

@@ -8,7 +8,8 @@ and a copy could fail half-way ("dictionary changed size during iteration", a 50
 applies each conditional write atomically; one lock gives moto the same. The other promises the
 service relies on, and a cost per request that stays flat, come from fixes of moto's internals,
 one module each (docs/architecture.md "Local stack"): `moto_fifo.py`, `moto_dispatch.py`,
-`moto_dynamodb.py`, `moto_attribute_values.py`, `moto_sqs.py` (its lock), `moto_sqs_counts.py`.
+`moto_dynamodb.py`, `moto_attribute_values.py`, `moto_conditions.py`, `moto_item_size.py`,
+`moto_sqs.py` (its lock), `moto_sqs_counts.py`.
 With a data directory, what moto changes is journaled before moto answers and replayed at the
 next start (`durable.py`, `moto_state.py`, docs/operations.md "Local stack"); without one, it lives
 in memory only.
