@@ -5,8 +5,6 @@ composes the functions as `hippocampus.wiring` does). The LLM is in test_failure
 S3 and SQS in test_failure_injection_storage.py; the helpers here serve all three.
 """
 
-from types import SimpleNamespace
-
 import boto3
 import pytest
 
@@ -178,23 +176,7 @@ def test_a_job_creation_that_keeps_refusing_a_job_that_is_gone_is_503_and_queues
 
 
 def throttle_once(proxy, operation, code):
-    """`operation` throttled once; a Query is reached through the client's paginator."""
-    if operation != "query":
-        fail(proxy, operation, aws_error(code, operation), times=1)
-        return
-    real = proxy._client.get_paginator
-
-    def get_paginator(name):
-        proxy.restore("get_paginator")
-        refused = aws_error(code, "Query")
-
-        def paginate(**request):
-            raise refused
-            yield  # a generator, like botocore's page iterator
-
-        return SimpleNamespace(paginate=paginate) if name == "query" else real(name)
-
-    proxy.intercept("get_paginator", get_paginator)
+    fail(proxy, operation, aws_error(code, operation), times=1)
 
 
 @pytest.mark.parametrize("code", THROTTLES)

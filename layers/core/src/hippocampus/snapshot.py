@@ -13,14 +13,12 @@ from hippocampus.adapters import aws_clients
 
 def prime_clients(*services: str) -> Callable[[], None]:
     """What the first request would build otherwise: the clients (service model, endpoint rules,
-    credentials) and the Query paginator's model. No request is sent: a connection opened now would
-    be a dead one in every restored environment."""
+    credentials). No request is sent: a connection opened now would be a dead one in every
+    restored environment."""
 
     def prime() -> None:
         for service in services:
-            client = aws_clients.client(service)
-            if service == "dynamodb":
-                client.get_paginator("query")
+            aws_clients.client(service)
 
     return prime
 
