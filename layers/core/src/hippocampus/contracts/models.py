@@ -141,7 +141,11 @@ class JobError(Record):
 
 
 # The error of a job that a delete caught in flight (docs/api.md "Forgetting a user").
-USER_DELETED = JobError(code="user_deleted", message="the user was deleted before this item was condensed")
+# Constructed, not validated: its literal fields need no check, and validating them would build
+# JobError's validator in every cold start, the read path's included, which never uses it.
+USER_DELETED = JobError.model_construct(
+    code="user_deleted", message="the user was deleted before this item was condensed"
+)
 
 
 class Job(Record):
