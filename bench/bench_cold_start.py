@@ -1,13 +1,16 @@
 """Cold start, honestly measured: import + the first request answered, in fresh processes.
 
 A moto server on 127.0.0.1 holds the deployed resources and one user's memory. Each case is a
-fresh `python -c ...` process that times itself from its first statement to its answer, best of
-RUNS (the least disturbed run of a 2-core machine), the cases taking turns. The processes run what Lambda runs: the
-project's modules (core layer, functions) from a copy compiled to bytecode beforehand, as the
-deployed layers ship them (hash-based, never re-checked), and third-party packages from their
-installed bytecode (checked: a module compiled at import would be reported). Without that, this
-environment's PYTHONDONTWRITEBYTECODE makes every fresh process compile the project again, a
-cost no deployed cold start pays; that development figure is printed too, for get_memory.
+fresh `python -c ...` process that times itself from its first statement to its answer, in
+wall-clock and in CPU time (steadier on a shared machine), each the best of RUNS (the least
+disturbed run of a 2-core machine), the cases taking turns. Each process has the environment
+the CDK app gives the function (infra/specs.py, through the local stack's defaults). The
+processes run what Lambda runs: the project's modules (core layer, functions) from a copy
+compiled to bytecode beforehand, as the deployed layers ship them (hash-based, never re-checked),
+and third-party packages from their installed bytecode (checked: a module compiled at import
+would be reported). Without that, this environment's PYTHONDONTWRITEBYTECODE makes every fresh
+process compile the project again, a cost no deployed cold start pays; that development figure
+is printed too, for get_memory.
 - baseline: `import boto3`, one DynamoDB client, one `GetItem` of that memory item — what any
   Lambda that reads DynamoDB pays at a cold start;
 - get_memory: import its handler module (Lambda's init phase), answer one GET of the memory;
@@ -37,6 +40,7 @@ from moto.server import ThreadedMotoServer
 from bench.moto_server import free_port, function_environment
 from hippocampus.adapters.dynamodb_table import MEMORY_SK, user_pk
 from hippocampus.contracts.names import TABLE_PARTITION_KEY, TABLE_SORT_KEY
+from local_stack.defaults import load as load_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -54,8 +58,13 @@ _CONTEXT = (
 
 
 def _timed(body: str) -> str:
-    """`body` in a child that prints the milliseconds from its first statement to its end."""
-    return f"import time; _t = time.perf_counter()\n{body}\nprint((time.perf_counter() - _t) * 1000)\n"
+    """`body` in a child that prints the milliseconds from its first statement to its end: wall
+    clock, then CPU time (the process's own, which other jobs on the machine disturb less)."""
+    return (
+        "import time; _t = time.perf_counter(); _c = time.process_time()\n"
+        f"{body}\n"
+        "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000)\n"
+    )
 
 
 def baseline(table: str) -> str:
@@ -171,24 +180,29 @@ def one_turn_event(user: str) -> dict[str, Any]:
     return event
 
 
-def run_ms(code: str, environment: dict[str, str]) -> float:
+def run_ms(code: str, environment: dict[str, str]) -> tuple[float, float]:
+    """The wall-clock and CPU milliseconds a `_timed` child reports."""
     done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
-    return float(done.stdout.strip().splitlines()[-1])
+    wall, cpu = done.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 Case = tuple[list[str], dict[str, str]]  # the code of each run, and its environment
 
 
-def best_of_interleaved(cases: dict[str, Case]) -> dict[str, float]:
-    """The best run of each case, the cases taking turns (one run of each, RUNS rounds): a burst of
-    load on a shared machine slows every case a little, not one case all the way."""
-    runs: dict[str, list[float]] = {label: [] for label in cases}
+def best_of_interleaved(cases: dict[str, Case]) -> dict[str, tuple[float, float]]:
+    """The best run of each case (wall clock and CPU time, each its own best), the cases taking
+    turns (one run of each, RUNS rounds): a burst of load on a shared machine slows every case a
+    little, not one case all the way."""
+    runs: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
     for index in range(RUNS):
         for label, (codes, environment) in cases.items():
             runs[label].append(run_ms(codes[index], environment))
-    return {label: min(times) for label, times in runs.items()}
+    return {
+        label: (min(wall for wall, _ in times), min(cpu for _, cpu in times)) for label, times in runs.items()
+    }
 
 
 def check_bytecode(code_root: Path, environment: dict[str, str]) -> None:
@@ -209,7 +223,10 @@ def main() -> None:
     server.start()
     try:
         with tempfile.TemporaryDirectory() as scratch:
+            # The variables the CDK app gives the functions (log level, Powertools' names...), and
+            # the resources on moto.
             sources = {
+                **load_defaults().function_environment,
                 **function_environment(f"http://127.0.0.1:{port}", ROOT),
                 "PYTHONPATH": f"{CORE_SOURCES}{os.pathsep}{ROOT}",
             }
@@ -245,10 +262,13 @@ def main() -> None:
                 " the project compiled to bytecode as deployed"
             )
             best = best_of_interleaved(cases)
-            base = best[base_label]
-            for label, ms in best.items():
-                print(f"{label:58s} {ms:7.1f} ms   {ms / base:5.2f}x")
-            print_pieces(environment, base)
+            base_wall, base_cpu = best[base_label]
+            print(f"{'':58s} {'wall clock':>17s}   {'CPU time':>17s}")
+            for label, (wall, cpu) in best.items():
+                print(
+                    f"{label:58s} {wall:7.1f} ms {wall / base_wall:5.2f}x   {cpu:7.1f} ms {cpu / base_cpu:5.2f}x"
+                )
+            print_pieces(environment, base_wall)
     finally:
         server.stop()
 
