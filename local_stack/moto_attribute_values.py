@@ -15,6 +15,8 @@ from typing import Any
 
 from moto.core import serialize
 
+from local_stack.moto_patching import replace
+
 # The one shape written directly: DynamoDB's (and DynamoDB Streams') attribute value.
 ATTRIBUTE_VALUE_SHAPE = "AttributeValue"
 _TEXT = {"S", "N"}
@@ -68,10 +70,6 @@ def _direct(original: StructureWriter) -> StructureWriter:
 
 
 def fix_moto_attribute_values() -> None:
-    """Install once."""
-    serializer: Any = serialize.BaseJSONSerializer
-    if getattr(serializer, "_hippocampus_attribute_values", False):
-        return
-    serializer.moto_serialize_type_structure = serializer._serialize_type_structure  # for the tests
-    serializer._serialize_type_structure = _direct(serializer._serialize_type_structure)
-    serializer._hippocampus_attribute_values = True
+    """Install once (moto's original is kept as `moto_serialize_type_structure`, for the tests)."""
+    parameters = ("self", "serialized", "value", "shape", "key")
+    replace(serialize.BaseJSONSerializer, "_serialize_type_structure", parameters, _direct, by=__name__)

@@ -1,7 +1,7 @@
 """The local stack's moto parses each condition once and sizes each new item once
 (local_stack/moto_conditions.py, local_stack/moto_item_size.py), and still answers as moto does."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -112,19 +112,26 @@ def test_an_item_over_400_kb_is_still_refused_and_one_under_it_is_stored(dynamod
     assert len(dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "big"}})["Item"]) == 40
 
 
-def _parses(monkeypatch: pytest.MonkeyPatch, dynamodb: Any, key: str) -> int:
-    parses = 0
-    real = comparisons.ConditionExpressionParser.parse
+def _calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, run: Callable[[], object]) -> int:
+    """How many times `run` calls `owner.name`."""
+    calls = 0
+    real = getattr(owner, name)
 
-    def counted(self: Any) -> Any:
-        nonlocal parses
-        parses += 1
-        return real(self)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(comparisons.ConditionExpressionParser, "parse", counted)
-        dynamodb.transact_write_items(TransactItems=[_put(f"{key}{n}", 7) for n in range(PUTS)])
-    return parses
+        patch.setattr(owner, name, counted)
+        run()
+    return calls
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch, dynamodb: Any, key: str) -> int:
+    puts = [_put(f"{key}{n}", 7) for n in range(PUTS)]
+    run = lambda: dynamodb.transact_write_items(TransactItems=puts)  # noqa: E731
+    return _calls(monkeypatch, comparisons.ConditionExpressionParser, "parse", run)
 
 
 @pytest.fixture
@@ -155,18 +162,8 @@ def test_moto_still_parses_a_condition_for_every_item_twice(
 
 
 def _sizings(monkeypatch: pytest.MonkeyPatch, attributes: int) -> int:
-    sizings = 0
-    real = dynamo_type.DynamoType.size
-
-    def counted(self: Any) -> int:
-        nonlocal sizings
-        sizings += 1
-        return real(self)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(dynamo_type.DynamoType, "size", counted)
-        dynamo_type.Item(dynamo_type.DynamoType({"S": "k"}), None, _attributes(attributes, 10))
-    return sizings
+    run = lambda: dynamo_type.Item(dynamo_type.DynamoType({"S": "k"}), None, _attributes(attributes, 10))  # noqa: E731
+    return _calls(monkeypatch, dynamo_type.DynamoType, "size", run)
 
 
 def test_a_new_item_is_sized_once(monkeypatch: pytest.MonkeyPatch) -> None:
