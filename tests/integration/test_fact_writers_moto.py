@@ -18,7 +18,7 @@ from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.sqs import SqsJobQueue
 from hippocampus.adapters.tracing import NoTracing
-from hippocampus.contracts.errors import LimitExceeded, NotFound
+from hippocampus.contracts.errors import LimitExceeded, NotFound, WriteConflict
 from hippocampus.contracts.models import IngestRequest, Job
 from hippocampus.domain.ingest.fact_rules import live_counts
 from hippocampus.domain.ingest.service import IngestService
@@ -71,8 +71,18 @@ def fact(fact_id: str) -> dict[str, Any]:
     return {"id": fact_id, "text": f"Fact {fact_id}.", "infer": False}
 
 
+CONFLICT_ATTEMPTS = 5
+
+
 def send(stack: Stack, user: str, items: list[dict[str, Any]]) -> list[Job]:
+    """Ingest `items`; a 409 `write_conflict` (nothing written: on a busy machine the request's
+    retries can run out while the others keep committing) is sent again, as `hippocampus backfill` does."""
     request = IngestRequest.model_validate({"items": items})
+    for _ in range(CONFLICT_ATTEMPTS - 1):
+        try:
+            return stack.ingest.ingest(T, user, request, uuid.uuid4().hex).jobs
+        except WriteConflict:
+            continue
     return stack.ingest.ingest(T, user, request, uuid.uuid4().hex).jobs
 
 
