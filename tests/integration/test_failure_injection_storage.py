@@ -179,6 +179,27 @@ def test_a_send_sqs_half_refuses_is_503_and_sending_again_applies_each_item_once
     assert stored["memory"].count("Porto") == 1  # turn-1, queued twice, applied once
 
 
+def test_an_index_request_sqs_refuses_beside_the_turns_is_only_logged(service, clients, aws):
+    # The facts are stored and the turn queued: vectors are not worth a 503 (the condensation that
+    # follows embeds the facts anyway).
+    real = clients["sqs"]._client.send_message_batch
+
+    def index_entry_refused(**request):
+        kept = [entry for entry in request["Entries"] if entry["Id"] != "index"]
+        refused = [entry for entry in request["Entries"] if entry["Id"] == "index"]
+        assert refused  # it rides with the turns
+        failed = [{"Id": entry["Id"], "Code": "InternalError", "SenderFault": False} for entry in refused]
+        return real(**dict(request, Entries=kept)) | {"Failed": failed}
+
+    clients["sqs"].intercept("send_message_batch", index_entry_refused)
+    fact = {"id": "pay", "text": "Pays through Stripe.", "infer": False}
+    response = service.call("POST", USER, {"items": [fact, *ITEMS]})
+    assert response.status == 202
+    assert service.drain() == 2
+    assert all(job(service, j["job_id"])["status"] == "completed" for j in response.body["jobs"])
+    assert "Porto" in memory(service)["memory"]
+
+
 def test_a_put_whose_history_copy_s3_refuses_is_still_written(service, clients):
     fail(clients["s3"], "put_object", aws_error("SlowDown", "PutObject"), when=under("history/"))
     response = service.call("PUT", USER, {"memory": KEPT, "expected_version": 0})

@@ -212,3 +212,21 @@ def test_the_indexer_after_a_condensation_reads_no_memory_item_again(service: An
 
 
 DYNAMODB_READS = {"GetItem", "Query", "BatchGetItem"}
+
+
+def test_facts_and_turns_of_one_request_are_queued_in_one_call(service: Any, aws: Any) -> None:
+    # The index request rides with the turns: one SendMessageBatch, no SendMessage of its own.
+    calls: list[str] = []
+    aws_clients.client("sqs").meta.events.register(
+        "before-call.sqs", lambda model, **_: calls.append(model.name)
+    )
+    ingest(
+        service,
+        [
+            {"id": "pay", "text": "Pays through Stripe.", "infer": False},
+            {"id": "t1", "text": "Opens in Lyon."},
+        ],
+    )
+    assert calls == ["SendMessageBatch"]
+    assert service.drain() == 2  # the turn and the index request
+    assert not query(service, "Stripe")["retrieval"]["lexical_only"]

@@ -538,11 +538,15 @@ class FakeQueue:
         self.index_requests: list[tuple[str, str]] = []
         self.fail_next: Exception | None = None
 
-    def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None:
+    def send(
+        self, messages: Sequence[CondenseMessage], trace_header: str | None, index_for: str | None = None
+    ) -> None:
         failure, self.fail_next = self.fail_next, None
         if failure:
             raise DependencyUnavailable("the ingestion queue is unavailable; retry the request") from failure
         self.messages += [(message, trace_header) for message in messages]
+        if index_for is not None:
+            self.index_requests.append((messages[0].tenant_id, messages[0].user_id))
 
     def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
         failure, self.fail_next = self.fail_next, None

@@ -23,6 +23,9 @@ def message_group_id(tenant_id: str, user_id: str) -> str:
     return hashlib.sha256(f"{tenant_id}\x1f{user_id}".encode()).hexdigest()
 
 
+_INDEX_ENTRY = "index"  # the batch entry id of an index request riding with turns
+
+
 class SqsJobQueue:
     """JobQueue on one FIFO queue; the deduplication id is the job id and when it was queued."""
 
@@ -30,40 +33,57 @@ class SqsJobQueue:
         self._queue_url = queue_url
         self._client = client
 
-    def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None:
-        for chunk in batched(messages, 10):
-            entries = [self._entry(index, message, trace_header) for index, message in enumerate(chunk)]
+    def send(
+        self, messages: Sequence[CondenseMessage], trace_header: str | None, index_for: str | None = None
+    ) -> None:
+        entries = [self._entry(str(index), message, trace_header) for index, message in enumerate(messages)]
+        if index_for is not None:
+            # In the turns' last call when it has room: a request of facts and turns makes one call.
+            entries.append(self._index_entry(messages[0].tenant_id, messages[0].user_id, index_for))
+        for chunk in batched(entries, 10):
             try:
-                response = self._client().send_message_batch(QueueUrl=self._queue_url, Entries=entries)
+                response = self._client().send_message_batch(QueueUrl=self._queue_url, Entries=list(chunk))
             except (BotoCoreError, ClientError) as error:
                 raise DependencyUnavailable(
                     "the ingestion queue is unavailable; retry the request"
                 ) from error
-            if response.get("Failed"):
-                codes = sorted({failure.get("Code", "unknown") for failure in response["Failed"]})
-                raise DependencyUnavailable(
-                    f"the queue rejected {len(response['Failed'])} message(s): {codes}"
+            failed = [failure for failure in response.get("Failed", []) if failure.get("Id") != _INDEX_ENTRY]
+            if len(failed) < len(response.get("Failed", [])):
+                logger.warning(
+                    "could not ask for the facts' vectors", extra={"tenant_id": messages[0].tenant_id}
                 )
+            if failed:
+                codes = sorted({failure.get("Code", "unknown") for failure in failed})
+                raise DependencyUnavailable(f"the queue rejected {len(failed)} message(s): {codes}")
 
     def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
-        now = datetime.now(UTC)
-        message = IndexMessage(tenant_id=tenant_id, user_id=user_id, requested_at=now, everything=everything)
+        entry = self._index_entry(tenant_id, user_id, request_id, everything)
+        del entry["Id"]
         try:
-            self._client().send_message(
-                QueueUrl=self._queue_url,
-                MessageBody=message.model_dump_json(),
-                # A group of its own: an index request that fails (the embedding provider down)
-                # comes back later without holding back the user's turns behind it.
-                MessageGroupId=message_group_id(tenant_id, user_id) + "-index",
-                MessageDeduplicationId=f"index-{hashlib.sha256(request_id.encode()).hexdigest()[:64]}",
-            )
+            self._client().send_message(QueueUrl=self._queue_url, **entry)
         except (BotoCoreError, ClientError) as error:
             raise DependencyUnavailable("the ingestion queue is unavailable") from error
 
     @staticmethod
-    def _entry(index: int, message: CondenseMessage, trace_header: str | None) -> dict[str, Any]:
+    def _index_entry(
+        tenant_id: str, user_id: str, request_id: str, everything: bool = False
+    ) -> dict[str, Any]:
+        message = IndexMessage(
+            tenant_id=tenant_id, user_id=user_id, requested_at=datetime.now(UTC), everything=everything
+        )
+        return {
+            "Id": _INDEX_ENTRY,
+            "MessageBody": message.model_dump_json(),
+            # A group of its own: an index request that fails (the embedding provider down) comes
+            # back later without holding back the user's turns behind it.
+            "MessageGroupId": message_group_id(tenant_id, user_id) + "-index",
+            "MessageDeduplicationId": f"index-{hashlib.sha256(request_id.encode()).hexdigest()[:64]}",
+        }
+
+    @staticmethod
+    def _entry(entry_id: str, message: CondenseMessage, trace_header: str | None) -> dict[str, Any]:
         entry: dict[str, Any] = {
-            "Id": str(index),
+            "Id": entry_id,
             "MessageBody": message.model_dump_json(),
             "MessageGroupId": message_group_id(message.tenant_id, message.user_id),
             # A failed job sent again is queued anew under the same id: its queue time tells the two apart.

@@ -264,7 +264,12 @@ class ArchiveStore(Protocol):
 
 
 class JobQueue(Protocol):
-    def send(self, messages: Sequence[CondenseMessage], trace_header: str | None) -> None: ...
+    def send(
+        self, messages: Sequence[CondenseMessage], trace_header: str | None, index_for: str | None = None
+    ) -> None:
+        """Queue `messages`; `index_for`: the id of a request whose index request (as
+        `request_index`) rides in the same call, and whose failure alone is only logged."""
+        ...
 
     def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
         """Ask the condenser to embed the user's documents without a vector (once per request;

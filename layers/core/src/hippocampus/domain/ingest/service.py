@@ -54,6 +54,7 @@ class _Turns:
     request_id: str
     generation: int  # the user's, as the request read it
     by_index: dict[int, _Turn]
+    wants_index: bool  # facts were stored: the condenser embeds them (docs/architecture.md "Recall")
 
 
 Queued = list[tuple[_Turn, Job]]  # the turns whose jobs were created, to be sent
@@ -114,9 +115,9 @@ class IngestService:
         else:
             with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
                 generation = self._store.read_memory(tenant_id, user_id, with_facts=False)[0].generation
-        turns = _Turns(tenant_id, user_id, request_id, generation, by_index)
-        turn_jobs = self._accept(turns) if by_index else {}
-        if stored_facts:  # the condenser embeds them
+        turns = _Turns(tenant_id, user_id, request_id, generation, by_index, wants_index=stored_facts > 0)
+        turn_jobs, index_asked = self._accept(turns) if by_index else ({}, False)
+        if turns.wants_index and not index_asked:
             self._request_index(tenant_id, user_id, request_id)
         record_metric(MetricName.ITEMS_INGESTED, len(items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
@@ -125,9 +126,10 @@ class IngestService:
             jobs=[turn_jobs[i] if i in turn_jobs else fact_jobs[i] for i in range(len(items))]
         )
 
-    def _accept(self, turns: _Turns) -> dict[int, Job]:
-        """Store the turns' raw payload, create their jobs together and queue the new ones; each
-        turn's job by item index. A failure on the way undoes what it did."""
+    def _accept(self, turns: _Turns) -> tuple[dict[int, Job], bool]:
+        """Store the turns' raw payload, create their jobs together and queue the new ones, with the
+        facts' index request when one is wanted; each turn's job by item index, and whether the
+        index request went with them. A failure on the way undoes what it did."""
         raw_key = self._store_raw(turns)
         queued: Queued = []
         try:
@@ -137,14 +139,14 @@ class IngestService:
             raise
         if not queued:
             self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
-            return turn_jobs
+            return turn_jobs, False
         try:
             self._send(turns, raw_key, queued)
         except Exception:
             # Some messages may be on the queue already: they still need the payload.
             self._undo(turns.tenant_id, queued, None)
             raise
-        return turn_jobs
+        return turn_jobs, turns.wants_index
 
     def _request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
         # Vectors are made off the request path (docs/architecture.md "Recall"); without this
@@ -207,7 +209,8 @@ class IngestService:
             for turn, job in queued
         ]
         with self._tracing.span("sqs.send", tenant_id=turns.tenant_id, job_id=messages[0].job_id):
-            self._queue().send(messages, self._tracing.current_trace_header())
+            index_for = turns.request_id if turns.wants_index else None
+            self._queue().send(messages, self._tracing.current_trace_header(), index_for)
 
     def _undo(self, tenant_id: str, unqueued: Queued, raw_key: str | None) -> None:
         """After a failure: jobs created but not queued turn `failed` (sending the items again queues
