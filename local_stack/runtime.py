@@ -34,6 +34,7 @@ from typing import Any
 from local_stack.foreground import Foreground
 from local_stack.lambda_context import LambdaContext, function_arn
 from local_stack.paths import REPO_ROOT
+from local_stack.slots import FairSlots
 
 STOP_GRACE_S = 1.0  # a busy environment is killed after this: a stopped stack forgets everything
 # Lambda throttles at once; a short wait absorbs the jitter of a few clients without queueing a burst.
@@ -153,7 +154,7 @@ class LocalFunction:
         self.throttle_wait_s = throttle_wait_s
         self.foreground = foreground
         self.arn = function_arn(spec.region, spec.function_name)
-        self._slots = threading.BoundedSemaphore(concurrency)
+        self._slots = FairSlots(concurrency)
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
@@ -175,7 +176,7 @@ class LocalFunction:
             return self._invoke(event, request_id)
 
     def _invoke(self, event: Any, request_id: str | None) -> Any:
-        if not self._slots.acquire(timeout=self.throttle_wait_s):
+        if not self._slots.acquire(self.throttle_wait_s):
             self.throttles += 1
             raise Throttled(f"{self.spec.name}: Rate Exceeded (concurrency limit reached)")
         try:
@@ -195,10 +196,13 @@ class LocalFunction:
 
     def warm_up(self) -> float:
         """Start one environment now (so a broken handler fails at start-up); its init time in ms."""
-        with self._slots:
+        self._slots.acquire()
+        try:
             worker, init_ms = self._start_worker()
             self._give_back(worker, healthy=True)
             return init_ms
+        finally:
+            self._slots.release()
 
     def stop(self) -> None:
         with self._lock:
