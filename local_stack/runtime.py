@@ -196,13 +196,10 @@ class LocalFunction:
 
     def warm_up(self) -> float:
         """Start one environment now (so a broken handler fails at start-up); its init time in ms."""
-        self._slots.acquire()
-        try:
+        with self._slots:
             worker, init_ms = self._start_worker()
             self._give_back(worker, healthy=True)
             return init_ms
-        finally:
-            self._slots.release()
 
     def stop(self) -> None:
         with self._lock:

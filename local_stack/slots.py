@@ -8,6 +8,7 @@ the oldest waiter, so a wait is as long as the queue ahead of it (docs/architect
 
 import threading
 from collections import deque
+from types import TracebackType
 
 
 class FairSlots:
@@ -47,3 +48,12 @@ class FairSlots:
                 self._free += 1
             else:
                 raise ValueError("released more often than acquired")
+
+    def __enter__(self) -> "FairSlots":
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.release()

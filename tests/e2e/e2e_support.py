@@ -20,15 +20,13 @@ from urllib.parse import urlsplit
 
 import requests
 
+from tests.support.waiting import ASYNC_DEADLINE_S, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(r"Hippocampus local stack ready on (http://\S+)")
 AWS_ENDPOINT = re.compile(r"AWS endpoint: (http://\S+)")
 MARKER = re.compile(r"\bzq[0-9a-f]{8}\b")
 TERMINAL = frozenset({"completed", "failed", "skipped"})
-# Generous deadlines for async effects: an item is picked up within 1 s locally, a deployed
-# stack adds cold starts, a loaded machine (load 8-14 on 2 cores) takes many times longer; the
-# deadline only bounds a failure, it asserts no speed.
-ASYNC_DEADLINE_S = 60.0
 # Starting a stack (moto, then one environment per function) takes ~5 s idle, a minute or more loaded.
 START_DEADLINE_S = 180.0
 STOP_DEADLINE_S = 60.0
@@ -41,28 +39,6 @@ def marker() -> str:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
-
-
-def wait_for[T](
-    probe: Callable[[], T | None],
-    timeout_s: float = ASYNC_DEADLINE_S,
-    interval_s: float = 0.1,
-    what: str = "condition",
-    diagnostics: Callable[[], str] | None = None,
-) -> T:
-    """Poll `probe` until it returns something truthy; fail with `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            extra = f"\n{diagnostics()}" if diagnostics else ""
-            raise AssertionError(
-                f"timed out after {timeout_s:.0f} s waiting for {what}; last value: {last!r}{extra}"
-            )
-        time.sleep(interval_s)
 
 
 def stub_stack_environment(stub_url: str, **settings: str) -> dict[str, str]:

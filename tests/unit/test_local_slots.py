@@ -1,21 +1,13 @@
 """Locally, a function's environments are handed out first come, first served (local_stack/slots.py)."""
 
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 
 from local_stack.slots import FairSlots
+from tests.support.waiting import wait_for
 
 WAIT_S = 30.0
-
-
-def wait_until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.001)
 
 
 def queue_up(slots: FairSlots, name: str, served: list[str]) -> threading.Thread:
@@ -29,7 +21,7 @@ def queue_up(slots: FairSlots, name: str, served: list[str]) -> threading.Thread
     before = slots.waiting()
     thread = threading.Thread(target=take_turn)
     thread.start()
-    wait_until(lambda: slots.waiting() == before + 1)
+    wait_for(lambda: slots.waiting() == before + 1, WAIT_S, interval_s=0.001, what="the waiter to queue up")
     return thread
 
 

@@ -39,7 +39,8 @@ class SqsJobQueue:
         entries = [self._entry(str(index), message, trace_header) for index, message in enumerate(messages)]
         if index_for is not None:
             # In the turns' last call when it has room: a request of facts and turns makes one call.
-            entries.append(self._index_entry(messages[0].tenant_id, messages[0].user_id, index_for))
+            index = self._index_message(messages[0].tenant_id, messages[0].user_id, index_for)
+            entries.append({"Id": _INDEX_ENTRY, **index})
         for chunk in batched(entries, 10):
             try:
                 response = self._client().send_message_batch(QueueUrl=self._queue_url, Entries=list(chunk))
@@ -47,8 +48,9 @@ class SqsJobQueue:
                 raise DependencyUnavailable(
                     "the ingestion queue is unavailable; retry the request"
                 ) from error
-            failed = [failure for failure in response.get("Failed", []) if failure.get("Id") != _INDEX_ENTRY]
-            if len(failed) < len(response.get("Failed", [])):
+            refused = response.get("Failed", [])
+            failed = [failure for failure in refused if failure.get("Id") != _INDEX_ENTRY]
+            if len(failed) < len(refused):
                 logger.warning(
                     "could not ask for the facts' vectors", extra={"tenant_id": messages[0].tenant_id}
                 )
@@ -57,22 +59,21 @@ class SqsJobQueue:
                 raise DependencyUnavailable(f"the queue rejected {len(failed)} message(s): {codes}")
 
     def request_index(self, tenant_id: str, user_id: str, request_id: str, everything: bool = False) -> None:
-        entry = self._index_entry(tenant_id, user_id, request_id, everything)
-        del entry["Id"]
+        message = self._index_message(tenant_id, user_id, request_id, everything)
         try:
-            self._client().send_message(QueueUrl=self._queue_url, **entry)
+            self._client().send_message(QueueUrl=self._queue_url, **message)
         except (BotoCoreError, ClientError) as error:
             raise DependencyUnavailable("the ingestion queue is unavailable") from error
 
     @staticmethod
-    def _index_entry(
+    def _index_message(
         tenant_id: str, user_id: str, request_id: str, everything: bool = False
     ) -> dict[str, Any]:
+        """An index request, as SendMessage takes it (a batch entry adds its `Id`)."""
         message = IndexMessage(
             tenant_id=tenant_id, user_id=user_id, requested_at=datetime.now(UTC), everything=everything
         )
         return {
-            "Id": _INDEX_ENTRY,
             "MessageBody": message.model_dump_json(),
             # A group of its own: an index request that fails (the embedding provider down) comes
             # back later without holding back the user's turns behind it.

@@ -116,8 +116,8 @@ class IngestService:
             with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
                 generation = self._store.read_memory(tenant_id, user_id, with_facts=False)[0].generation
         turns = _Turns(tenant_id, user_id, request_id, generation, by_index, wants_index=stored_facts > 0)
-        turn_jobs, index_asked = self._accept(turns) if by_index else ({}, False)
-        if turns.wants_index and not index_asked:
+        turn_jobs, sent = self._accept(turns) if by_index else ({}, False)
+        if turns.wants_index and not sent:  # else the index request went with the turns
             self._request_index(tenant_id, user_id, request_id)
         record_metric(MetricName.ITEMS_INGESTED, len(items))
         logger.info("items accepted", extra={"tenant_id": tenant_id, "items": len(items)})
@@ -128,8 +128,8 @@ class IngestService:
 
     def _accept(self, turns: _Turns) -> tuple[dict[int, Job], bool]:
         """Store the turns' raw payload, create their jobs together and queue the new ones, with the
-        facts' index request when one is wanted; each turn's job by item index, and whether the
-        index request went with them. A failure on the way undoes what it did."""
+        facts' index request when one is wanted; each turn's job by item index, and whether anything
+        was queued. A failure on the way undoes what it did."""
         raw_key = self._store_raw(turns)
         queued: Queued = []
         try:
@@ -146,7 +146,7 @@ class IngestService:
             # Some messages may be on the queue already: they still need the payload.
             self._undo(turns.tenant_id, queued, None)
             raise
-        return turn_jobs, turns.wants_index
+        return turn_jobs, True
 
     def _request_index(self, tenant_id: str, user_id: str, request_id: str) -> None:
         # Vectors are made off the request path (docs/architecture.md "Recall"); without this
