@@ -100,6 +100,9 @@ class _Worker:
         )
         child_socket.close()
         self.connection = Connection(parent_socket.detach())
+        # stop() and an invocation ending as the stack stops may both close it: one closes the
+        # descriptor, never both (a second close could take a descriptor the number went to since).
+        self._closing = threading.Lock()
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -129,14 +132,18 @@ class _Worker:
             self.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
-        self.connection.close()
+        self._close()
 
     def kill(self) -> None:
         if self.alive():
             self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(STOP_GRACE_S)
-        self.connection.close()
+        self._close()
+
+    def _close(self) -> None:
+        with self._closing:
+            self.connection.close()  # a no-op once closed
 
 
 class LocalFunction:
