@@ -13,17 +13,27 @@ one module each (docs/architecture.md "Local stack"): `moto_fifo.py`, `moto_disp
 With a data directory, what moto changes is journaled before moto answers and replayed at the
 next start (`durable.py`, `moto_state.py`, docs/operations.md "Local stack"); without one, it lives
 in memory only.
+
+moto's app is served by waitress, not by werkzeug's development server as moto's own
+`ThreadedMotoServer` does: werkzeug closes the connection after every answer, so each boto3 call
+of a function paid a new TCP connection and a new thread, about a quarter of the endpoint's CPU
+under a burst of writers. waitress keeps boto3's connections alive and answers from a pool of
+threads. The pool is sized for every function environment's calls plus the event source's SQS long
+polls at once, each holding a thread while it waits. One difference from moto's server: waitress
+drops request headers whose names contain `_`. Only S3 user metadata could have them, and the
+service stores none.
 """
 
-import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
+import waitress
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from waitress import wasyncore
+from waitress.server import BaseWSGIServer
 
 from local_stack import moto_state
 from local_stack.durable import DurableState, RecordChanges, Restored, SyncBeforeAnswer
@@ -46,6 +56,11 @@ def free_port() -> int:
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # The JSON protocol of DynamoDB names the operation in this header (`DynamoDB_20120810.PutItem`).
 _DYNAMODB_TARGET = "DynamoDB_"
+# Threads answering at once: far more than the functions' environments and the event source's long
+# polls together (tens); an idle thread costs only its stack.
+_SERVER_THREADS = 64
+# Open connections: each boto3 client of every environment keeps a few (botocore's pool holds 10).
+_CONNECTION_LIMIT = 1000
 
 
 class SerializedDynamoDB:
@@ -73,13 +88,12 @@ class MotoEndpoint:
     def __init__(self, port: int = 0, data_dir: Path | None = None) -> None:
         self._requested_port = port
         self._server: BaseWSGIServer | None = None
+        self._connections: dict[int, Any] = {}  # what the server's loop polls: listener, connections
         self._thread: threading.Thread | None = None
         self.state = DurableState(data_dir) if data_dir is not None else None
         self.url = ""
 
     def start(self) -> str:
-        # werkzeug logs every request to stderr unless told otherwise; the stack has its own access log.
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         fix_moto_fifo_ordering()
         fix_moto_dispatch()
         fix_moto_dynamodb_costs()
@@ -91,12 +105,21 @@ class MotoEndpoint:
         if self.state is not None:
             self.state.open()  # before binding: a directory in use fails at once
         # Port 0: the server binds a free port itself (no race with another process).
-        self._server = make_server(
-            LOOPBACK, self._requested_port, self._app(), threaded=True, request_handler=MotoRequestHandler
+        server = waitress.create_server(
+            self._app(),
+            map=self._connections,
+            host=LOOPBACK,
+            port=self._requested_port,
+            threads=_SERVER_THREADS,
+            connection_limit=_CONNECTION_LIMIT,
+            asyncore_use_poll=True,  # select() fails past 1,024 descriptors
+            ident="moto",
         )
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
+        assert isinstance(server, BaseWSGIServer)  # one host and port: one server, not several
+        self._server = server
+        self._thread = threading.Thread(target=server.run, name="moto", daemon=True)
         self._thread.start()
-        self.url = f"http://{LOOPBACK}:{self._server.port}"
+        self.url = f"http://{LOOPBACK}:{server.effective_port}"
         return self.url
 
     def _app(self) -> WsgiApp:
@@ -111,11 +134,16 @@ class MotoEndpoint:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+            # The loop closes the listener and every connection itself (its own thread owns them),
+            # and ends with nothing left to poll. An answer still being made is dropped, as a
+            # stopped AWS endpoint would drop it; its thread ends after it (threads are daemons).
+            connections = self._connections
+            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(connections))
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self._server is not None:
+            self._server.task_dispatcher.set_thread_count(0)
+            self._server = None
         if self.state is not None:
             self.state.close()

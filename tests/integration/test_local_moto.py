@@ -237,21 +237,24 @@ def items_scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return scanned
 
 
-def _query_u(dynamodb: Any, ranged: str) -> list[str]:
+def _query_q(dynamodb: Any, ranged: str) -> list[str]:
     page = dynamodb.query(
-        TableName=ranged, KeyConditionExpression="pk = :u", ExpressionAttributeValues={":u": {"S": "u"}}
+        TableName=ranged, KeyConditionExpression="pk = :q", ExpressionAttributeValues={":q": {"S": "q"}}
     )
     return [item["sk"]["S"] for item in page["Items"]]
 
 
 def _other_partition(dynamodb: Any, ranged: str) -> None:
+    """Partition `q` (v0, v1, v9) among 20 items of another partition, whatever the other tests wrote."""
+    for sk in ("v9", "v0", "v1"):
+        dynamodb.put_item(TableName=ranged, Item={"pk": {"S": "q"}, "sk": {"S": sk}})
     for n in range(20):
         dynamodb.put_item(TableName=ranged, Item={"pk": {"S": "other"}, "sk": {"S": f"v{n}"}})
 
 
 def test_a_query_reads_only_its_partition(dynamodb, ranged, items_scanned):
     _other_partition(dynamodb, ranged)
-    assert _query_u(dynamodb, ranged) == ["v0", "v1", "v9"]
+    assert _query_q(dynamodb, ranged) == ["v0", "v1", "v9"]
     assert items_scanned == [0]
 
 
@@ -260,7 +263,7 @@ def test_moto_still_reads_the_whole_table_for_a_query(dynamodb, ranged, items_sc
     local_stack/moto_dynamodb.py."""
     _other_partition(dynamodb, ranged)
     monkeypatch.setattr(Table, "query", Table.moto_query)  # type: ignore[attr-defined]
-    assert _query_u(dynamodb, ranged) == ["v0", "v1", "v9"]
+    assert _query_q(dynamodb, ranged) == ["v0", "v1", "v9"]
     assert items_scanned[0] >= 20 + 3
 
 
