@@ -135,8 +135,9 @@ class RecordChanges:
 
 
 class SyncBeforeAnswer:
-    """WSGI middleware, outermost: an answer leaves once its records are on disk. werkzeug sends the
-    status line with the first body bytes, so nothing has left before this returns."""
+    """WSGI middleware, outermost: an answer leaves once its records are on disk. The server
+    (waitress) sends the status line with the first body bytes, so nothing has left before this
+    returns."""
 
     def __init__(self, app: WsgiApp, state: DurableState) -> None:
         self._app = app
