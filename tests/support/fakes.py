@@ -32,6 +32,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
+from hippocampus.adapters.dynamodb_episodes import episode_sk
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.api import openapi, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
@@ -237,7 +238,8 @@ def _has_vector(vectors: dict[str, Vector], key: str, model: str) -> bool:
 
 
 def _episode_key(place: EpisodePlace) -> str:
-    return f"{place.created_at.isoformat()}#{place.position:03d}#{place.job_id}"
+    """The episode's sort key in the table: the fake orders them as DynamoDB does."""
+    return episode_sk(place)
 
 
 class FakeMemoryStore:

@@ -1,6 +1,8 @@
 """Bounded prompts: a backlog larger than one prompt goes in consecutive calls, oldest first, each
 with its own write; no call is ever over the budget (docs/architecture.md "The condenser")."""
 
+import re
+
 from hippocampus.contracts.models import IngestRequest
 from hippocampus.contracts.ports import LlmResult
 from tests.support.fakes import Ports
@@ -34,7 +36,7 @@ def test_a_backlog_of_100_items_of_32000_characters_completes_in_bounded_calls()
     assert failures == {}
     assert all(job.status == "completed" for job in ports.jobs.jobs.values())
     assert 30 <= len(model.prompts) <= 50 and max(len(p) for p in model.prompts) <= BUDGET
-    firsts = [int(p.split("Item ", 1)[1][:3]) for p in model.prompts]
+    firsts = [int(re.findall(r"Item (\d{3}) x", p)[0]) for p in model.prompts]
     assert firsts == sorted(firsts) and firsts[0] == 0  # oldest first
     assert ports.reads().get_memory(T, U).version == len(model.prompts)  # one write per call
 

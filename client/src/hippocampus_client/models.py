@@ -66,7 +66,7 @@ class JobError(ApiModel):
 
 class Job(SettlesWhenFinal, ApiModel):
     """One ingested item on its way to the memory (docs/api.md "Jobs"); `final` once it is done. Always in the
-    answer: `job_id`, `tenant_id`, `user_id`, `status`, `created_at`, `updated_at`."""
+    answer: `job_id`, `tenant_id`, `user_id`, `status`, `created_at`, `updated_at`, `occurred_at`."""
 
     job_id: str
     tenant_id: str | None = None
@@ -74,6 +74,7 @@ class Job(SettlesWhenFinal, ApiModel):
     status: Literal["queued", "processing", "completed", "failed", "skipped"]
     created_at: str | None = None
     updated_at: str | None = None
+    occurred_at: str | None = None
     error: JobError | None = None
     item_id: str | None = None
     memory_version: int | None = None
@@ -87,16 +88,18 @@ class MemoryVersion(ApiModel):
     memory: str | None = None
     updated_at: str | None = None
     job_ids: list[str] = Field(default_factory=list)
+    occurred_at: str | None = None
 
 
 class Episode(ApiModel):
     """One condensed turn (docs/api.md "Episodes"). Always in the answer: `id`, `job_id`, `text`,
-    `created_at`."""
+    `created_at`, `occurred_at`."""
 
     id: str
     job_id: str | None = None
     text: str
     created_at: str | None = None
+    occurred_at: str | None = None
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
     is_markdown: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -115,6 +118,7 @@ class QueryResult(ApiModel):
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: str | None = None
     updated_at: str | None = None
+    occurred_at: str | None = None
     title: str | None = None
 
 
@@ -188,6 +192,7 @@ class Item(ApiModel):
     infer: bool | None = None
     is_markdown: bool | None = None
     metadata: dict[str, Any] | None = None
+    occurred_at: str | None = None
     text: str | None = None
     title: str | None = None
     user_assistant_pairs: list[Pair] | None = None

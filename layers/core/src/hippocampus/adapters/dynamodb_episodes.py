@@ -1,6 +1,7 @@
 """EpisodeStore on the DynamoDB table: one item per condensed turn, in the user's partition.
 
-`EPISODE#<accepted ms>#<place in its request>#<job id>` sorts them by acceptance, so the newest come first in a query.
+`EPISODE#<occurred ms>#<accepted ms>#<place in its request>#<job id>` sorts them by when they
+happened, then by acceptance (turns of one date sent in order), so the newest come first in a query.
 Each carries the user's generation (a delete's sweep removes the older ones, and reads never show
 them) and the TTL of the raw payloads it was rendered from (docs/architecture.md "Storage layout").
 """
@@ -30,9 +31,10 @@ from hippocampus.contracts.recall import Episode
 
 
 def episode_sk(place: EpisodePlace) -> str:
-    """`EPISODE#<accepted, ms>#<place in its request>#<job id>`: in acceptance order."""
+    """`EPISODE#<occurred, ms>#<accepted, ms>#<place in its request>#<job id>`: in the order they happened."""
+    occurred_ms = max(0, int(place.occurred_at.timestamp() * 1000))  # 1970 at the earliest
     accepted_ms = int(place.created_at.timestamp() * 1000)
-    return f"{EPISODE_PREFIX}{accepted_ms:013d}#{place.position:03d}#{place.job_id}"
+    return f"{EPISODE_PREFIX}{occurred_ms:013d}#{accepted_ms:013d}#{place.position:03d}#{place.job_id}"
 
 
 def episode_put(
@@ -50,6 +52,7 @@ def episode_put(
         "metadata": json.dumps(episode.metadata, separators=(",", ":")),
         "additional_metadata": json.dumps(episode.additional_metadata, separators=(",", ":")),
         "created_at": iso(episode.created_at),
+        "occurred_at": iso(episode.occurred_at),
         "position": episode.position,
         "generation": generation,
         TTL: table.epoch() + ttl_s,
@@ -69,6 +72,7 @@ def episode_of(item: Item) -> Episode:
         metadata=json.loads(item.get("metadata") or "{}"),
         additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
         created_at=item["created_at"],
+        occurred_at=item.get("occurred_at"),  # None (stored before items had dates): when accepted
         position=item.get("position", 0),
     )
 

@@ -23,3 +23,5 @@ MAX_IDEMPOTENCY_KEY_CHARS: Final = 256
 # One page of an export stays under Lambda's 6 MB response limit, whatever it escapes.
 EXPORT_PAGE_BYTES: Final = 4 * 1024 * 1024
 MAX_CURSOR_CHARS: Final = 1024
+# How far ahead of the API's clock an item's `occurred_at` may be (clocks of callers drift).
+MAX_OCCURRED_AT_AHEAD_S: Final = 5 * 60

@@ -1,6 +1,7 @@
 """Pydantic models of the API contract (docs/api.md), the queue message and the direct-invoke payload."""
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
@@ -19,6 +20,7 @@ from hippocampus.contracts.limits import (
     MAX_CUSTOM_INSTRUCTIONS_CHARS,
     MAX_ITEMS,
     MAX_METADATA_BYTES,
+    MAX_OCCURRED_AT_AHEAD_S,
     MAX_PAIRS,
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
@@ -28,6 +30,25 @@ from hippocampus.contracts.limits import (
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 
 JobStatus = Literal["queued", "processing", "completed", "failed", "skipped"]
+
+# RFC 3339: a date, a time and a `Z` or numeric offset (docs/api.md "Ingest", `occurred_at`).
+_RFC_3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def rfc_3339(value: object) -> datetime:
+    """An RFC 3339 timestamp as an aware datetime; ValueError for anything else (a bare date, a
+    time without its offset, a number)."""
+    if not isinstance(value, str) or not _RFC_3339.fullmatch(value):
+        raise ValueError("must be an RFC 3339 timestamp with a Z or an offset, e.g. 2023-05-08T13:56:00Z")
+    return datetime.fromisoformat(value.upper().replace(" ", "T"))
+
+
+def accepted_when_unsaid(data: Any) -> Any:
+    """A job's or an episode's `occurred_at` when none is given (one stored before items had
+    dates): when it was accepted, `created_at`."""
+    if isinstance(data, dict) and data.get("occurred_at") is None:
+        return {**data, "occurred_at": data.get("created_at")}
+    return data
 
 
 class Record(BaseModel):
@@ -78,6 +99,24 @@ class IngestItem(Model):
         default=None, exclude_if=lambda value: value is None
     )
     is_markdown: bool = Field(default=False, exclude_if=lambda value: value is False)
+    # When it happened; unset: when the API accepted it. Left out of a dump while unset, so an item
+    # without it hashes (its job id) the same whenever it is sent again.
+    occurred_at: datetime | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="When it happened: RFC 3339 with Z or an offset, at most 5 minutes ahead; "
+        "default: when the API accepted it.",
+    )
+
+    @field_validator("occurred_at", mode="before")
+    @classmethod
+    def _occurred_at(cls, value: object) -> datetime | None:
+        if value is None:
+            return None
+        moment = rfc_3339(value)
+        if moment > datetime.now(UTC) + timedelta(seconds=MAX_OCCURRED_AT_AHEAD_S):
+            raise ValueError(f"must not be more than {MAX_OCCURRED_AT_AHEAD_S // 60} minutes in the future")
+        return moment
 
     @field_validator("text", "title")
     @classmethod
@@ -158,6 +197,9 @@ class Job(Record):
     memory_version: int | None = None
     created_at: datetime
     updated_at: datetime
+    occurred_at: datetime  # the item's `occurred_at`, or when it was accepted
+
+    _accepted_when_unsaid = model_validator(mode="before")(accepted_when_unsaid)
 
 
 class JobsResponse(Record):
@@ -169,6 +211,9 @@ class HistoryVersion(Record):
     memory: str | None
     updated_at: datetime
     job_ids: list[str]
+    # The newest `occurred_at` of the items condensed into it; None: written by hand (PUT), or
+    # archived before items had dates.
+    occurred_at: datetime | None = None
 
 
 class HistoryResponse(Record):
@@ -181,8 +226,10 @@ EPISODE_MAX_CHARS = 16_000
 
 
 class EpisodePlace(NamedTuple):
-    """The order of episodes: when accepted, the place in its request, then its job."""
+    """The order of episodes: when it happened, then when accepted (a backfill sends in order), the
+    place in its request, then its job."""
 
+    occurred_at: datetime
     created_at: datetime
     position: int
     job_id: str
@@ -199,13 +246,16 @@ class Episode(Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime  # when the turn was accepted
+    occurred_at: datetime  # when it happened: the item's `occurred_at`, or when it was accepted
     # Its place in its request: turns accepted together are ordered by it (not part of the API).
     position: int = Field(0, exclude=True)
+
+    _accepted_when_unsaid = model_validator(mode="before")(accepted_when_unsaid)
 
     @property
     def place(self) -> "EpisodePlace":
         """Where it stands among the user's episodes (what a list's cursor holds)."""
-        return EpisodePlace(self.created_at, self.position, self.job_id)
+        return EpisodePlace(self.occurred_at, self.created_at, self.position, self.job_id)
 
 
 class ExportDocument(Record):

@@ -26,9 +26,11 @@ NOTHING_TO_KEEP: Final = "NOTHING_TO_KEEP"
 USER_LABEL: Final = "User"
 ASSISTANT_LABEL: Final = "Assistant"
 ITEM_SEPARATOR: Final = "\n\n"
+# The first line of each new item: when it happened (`Item date: Monday 8 May 2023, 13:56 UTC`).
+ITEM_DATE_LABEL: Final = "Item date:"
 
 PLACEHOLDERS: Final = frozenset(
-    {"OLD_MEMORY", "NEW_CONTENT", "MAX_WORDS", "USER_NAME", "CUSTOM_INSTRUCTIONS"}
+    {"OLD_MEMORY", "NEW_CONTENT", "MAX_WORDS", "USER_NAME", "CUSTOM_INSTRUCTIONS", "TODAY"}
 )
 
 

@@ -73,6 +73,7 @@ class QueryResult(Record):
     additional_metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+    occurred_at: datetime | None = None  # an episode's: when its turn happened
 
 
 class Retrieval(Record):

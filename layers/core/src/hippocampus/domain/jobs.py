@@ -17,14 +17,17 @@ def job_id_for(tenant_id: str, user_id: str, item_id: str, digest: str, generati
 
 
 def new_job(
-    tenant_id: str, user_id: str, item_id: str, job_id: str, now: datetime, status: JobStatus = "queued"
+    tenant_id: str, user_id: str, item: IngestItem, job_id: str, now: datetime, status: JobStatus = "queued"
 ) -> Job:
+    """The job of `item` (with its id), accepted `now`: it happened at its `occurred_at`, or now."""
+    assert item.id is not None
     return Job(
         job_id=job_id,
         tenant_id=tenant_id,
         user_id=user_id,
-        item_id=item_id,
+        item_id=item.id,
         status=status,
         created_at=now,
         updated_at=now,
+        occurred_at=item.occurred_at or now,
     )

@@ -11,6 +11,7 @@ import re
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.contracts.prompt_format import (
     ASSISTANT_LABEL,
+    ITEM_DATE_LABEL,
     ITEM_SEPARATOR,
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
@@ -96,7 +97,10 @@ def durable_sentences(content: str) -> list[str]:
 
 def _user_lines(block: str) -> list[str]:
     """Drop what the assistant said; strip speaker labels from a conversation's user lines."""
-    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    # An item's date line says when it happened, not what the user said.
+    lines = [
+        line.strip() for line in block.splitlines() if line.strip() and not line.startswith(ITEM_DATE_LABEL)
+    ]
     is_dialogue = any(line.startswith(f"{ASSISTANT_LABEL}:") for line in lines)
     kept: list[str] = []
     speaker_is_assistant = False

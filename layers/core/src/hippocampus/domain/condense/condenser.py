@@ -20,6 +20,7 @@ from hippocampus.domain.budget import (
     means_nothing_to_keep,
     within_budget,
 )
+from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.deadline import Deadline, require_time_for_a_call
 from hippocampus.domain.condense.prompt import (
     FIRMER_CHARS_INSTRUCTION,
@@ -63,6 +64,7 @@ class Condenser:
         *,
         tracing: Tracing | None = None,
         log_content: bool = False,
+        clock: Clock = utc_now,
     ) -> None:
         if max_words < 1:
             raise ValueError("max_words must be positive")
@@ -71,6 +73,7 @@ class Condenser:
         self.template = template or PromptTemplate.built_in()
         self._tracing = tracing
         self._log_content = log_content
+        self._clock = clock  # today's date, in the prompt
 
     def build_prompt(self, old_memory: str | None, items: Sequence[CondenseInput]) -> str:
         return self.template.render(
@@ -79,6 +82,7 @@ class Condenser:
             max_words=self.max_words,
             user_name=combined_user_name(items),
             custom_instructions=combined_instructions(items),
+            today=self._clock(),
         )
 
     def condense(

@@ -218,8 +218,16 @@ class ConsolidationService:
             live = self._contents.live(pending, state)
             if not live:
                 break
+            # Oldest first by when they happened (docs/architecture.md "Condensation"): a backfill
+            # of older turns arriving after newer ones still reads in its own order.
+            live.sort(key=lambda entry: entry.content.occurred_at or entry.queued.message.queued_at)
             pending = [entry.queued for entry in live]
-            inputs = [CondenseInput.from_item(entry.content, entry.queued.message.item_id) for entry in live]
+            inputs = [
+                CondenseInput.from_item(
+                    entry.content, entry.queued.message.item_id, entry.queued.message.queued_at
+                )
+                for entry in live
+            ]
             episodes = [episode_of(entry.queued.message, entry.content) for entry in live]
             # As many of the oldest items as one prompt holds; the rest go in the next call.
             render = partial(self._condenser().build_prompt, state.memory)
@@ -289,7 +297,11 @@ class ConsolidationService:
         except ConditionFailed:
             return False
         entry = HistoryVersion(
-            version=write.expected_version + 1, memory=memory, updated_at=now, job_ids=job_ids
+            version=write.expected_version + 1,
+            memory=memory,
+            updated_at=now,
+            job_ids=job_ids,
+            occurred_at=max(episode.occurred_at for episode in episodes),
         )
         self._history.record(tenant_id, user_id, state.generation, entry)
         record_metric(MetricName.CONDENSATIONS_OK)

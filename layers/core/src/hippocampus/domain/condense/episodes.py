@@ -17,7 +17,7 @@ def rendered(item: IngestItem) -> str:
 
 def episode_of(message: CondenseMessage, item: IngestItem) -> Episode:
     """The episode of one accepted turn: its text (the first EPISODE_MAX_CHARS characters), ids,
-    metadata and the time it was accepted."""
+    metadata, when it was accepted and when it happened (unsaid: when it was accepted)."""
     return Episode(
         id=message.item_id,
         job_id=message.job_id,
@@ -27,5 +27,6 @@ def episode_of(message: CondenseMessage, item: IngestItem) -> Episode:
         metadata=item.metadata,
         additional_metadata=item.additional_metadata,
         created_at=message.queued_at,
+        occurred_at=item.occurred_at or message.queued_at,
         position=message.raw_index,
     )

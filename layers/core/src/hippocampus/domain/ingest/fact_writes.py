@@ -111,7 +111,7 @@ class FactsWritten:
 def _completed(request: _Request, item: IngestItem, ledger: FactLedger, now: datetime) -> Job:
     assert item.id is not None  # ids are assigned before the facts are written
     job_id = job_id_for(request.tenant_id, request.user_id, item.id, uuid.uuid4().hex, ledger.generation)
-    job = new_job(request.tenant_id, request.user_id, item.id, job_id, now, "completed")
+    job = new_job(request.tenant_id, request.user_id, item, job_id, now, "completed")
     return job.model_copy(update={"memory_version": ledger.version})
 
 

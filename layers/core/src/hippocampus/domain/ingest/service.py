@@ -192,7 +192,7 @@ class IngestService:
     def _turn_job(turns: _Turns, item: IngestItem, now: datetime) -> Job:
         assert item.id is not None
         job_id = job_id_for(turns.tenant_id, turns.user_id, item.id, content_hash(item), turns.generation)
-        return new_job(turns.tenant_id, turns.user_id, item.id, job_id, now)
+        return new_job(turns.tenant_id, turns.user_id, item, job_id, now)
 
     def _send(self, turns: _Turns, raw_key: str, queued: Queued) -> None:
         messages = [

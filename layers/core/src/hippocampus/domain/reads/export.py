@@ -10,6 +10,7 @@ the last entry given, so entries written meanwhile are not given twice.
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -151,5 +152,14 @@ class ExportService:
     def _episode_entries(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
         with self._tracing.span("dynamodb.episodes", tenant_id=tenant_id):
             episodes = self._episodes.episodes(tenant_id, user_id, generation)
-        entries = [_entry(3, f"{e.created_at.isoformat()}|{e.position:03d}|{e.job_id}", e) for e in episodes]
+        # In the order they happened (an offset given with `occurred_at` is read as the same instant in UTC).
+        entries = [
+            _entry(3, f"{_utc(e.occurred_at)}|{_utc(e.created_at)}|{e.position:03d}|{e.job_id}", e)
+            for e in episodes
+        ]
         return sorted(entries, key=lambda entry: entry.key)
+
+
+def _utc(moment: datetime) -> str:
+    """A time that sorts as text: UTC, always the same width."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")

@@ -43,14 +43,17 @@ class ListService:
         next_cursor = None
         if more and page:
             last = page[-1]
-            next_cursor = encode_position([last.created_at.isoformat(), last.position, last.job_id])
+            place = last.place
+            next_cursor = encode_position(
+                [place.occurred_at.isoformat(), place.created_at.isoformat(), place.position, place.job_id]
+            )
         return EpisodeList(episodes=page, next_cursor=next_cursor)
 
 
 def _episode_place(cursor: str) -> EpisodePlace:
     """The place of the last episode a cursor's page gave."""
-    created_at, position, job_id = decode_position(cursor, (str, int, str))
-    return EpisodePlace(_instant(created_at), position, job_id)
+    occurred_at, created_at, position, job_id = decode_position(cursor, (str, str, int, str))
+    return EpisodePlace(_instant(occurred_at), _instant(created_at), position, job_id)
 
 
 def _instant(value: str) -> datetime:

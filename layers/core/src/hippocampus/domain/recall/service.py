@@ -140,7 +140,8 @@ class RecallService:
 
 
 def _time(document: Fact | Episode) -> datetime:
-    return document.updated_at if isinstance(document, Fact) else document.created_at
+    """What recency counts from: a fact's last change, or when an episode's turn happened."""
+    return document.updated_at if isinstance(document, Fact) else document.occurred_at
 
 
 def _type(document: Fact | Episode) -> DocumentType:
@@ -171,6 +172,7 @@ def _result(entry: Ranked, source: Fact | Episode) -> QueryResult:
         score=round(entry.score, 6),
         metadata=source.metadata,
         additional_metadata=source.additional_metadata,
-        created_at=_time(source),
-        updated_at=_time(source),
+        created_at=source.updated_at if isinstance(source, Fact) else source.created_at,
+        updated_at=source.updated_at if isinstance(source, Fact) else source.created_at,
+        occurred_at=None if isinstance(source, Fact) else source.occurred_at,
     )
