@@ -3,11 +3,15 @@
 It reads the fenced OLD_MEMORY / NEW_CONTENT blocks of the rendered prompt and merges them with simple
 rules: keep the old sentences, add the user's durable sentences (no greetings, thanks or questions),
 let a newer sentence replace an older one about the same subject, drop the oldest to fit the budget.
-Like the prompt asks of a real model, it answers NOTHING_TO_KEEP when the merge leaves nothing.
+Like the prompt asks of a real model, it writes relative dates ("yesterday", "last week", "3 days
+ago") as the absolute dates they mean, counted from the `Item date:` line of the item that says them
+(`relative_dates.py`), and answers NOTHING_TO_KEEP when the merge leaves nothing.
 """
 
 import re
+from datetime import date
 
+from hippocampus.adapters.llm.relative_dates import LEADING_DATE, parse_item_date, resolve_relative_dates
 from hippocampus.contracts.ports import LlmResult
 from hippocampus.contracts.prompt_format import (
     ASSISTANT_LABEL,
@@ -87,10 +91,22 @@ def _last_block(prompt: str, begin: str, end: str) -> str | None:
 
 
 def durable_sentences(content: str) -> list[str]:
-    """The user's sentences worth remembering, in order."""
+    """The user's sentences worth remembering, in order, their relative dates made absolute."""
     sentences: list[str] = []
+    day: date | None = None
+    in_code = False
     for block in content.split(ITEM_SEPARATOR):
+        first = block.lstrip("\n").partition("\n")[0]
+        if first.startswith(ITEM_DATE_LABEL):
+            # A new item. The service dates every item, so a block without a date line is the
+            # next paragraph of the item before; an unreadable date leaves the item's dates as they are.
+            moment = parse_item_date(first)
+            day, in_code = (moment.date() if moment else None), False
         for line in _user_lines(block):
+            fence_line = line.startswith("```")
+            if day is not None and not in_code and not fence_line:
+                line = resolve_relative_dates(line, day)
+            in_code ^= fence_line  # a fenced code block's lines are kept as they are
             sentences.extend(s for s in _sentences(line) if not _is_small_talk(s))
     return sentences
 
@@ -133,6 +149,7 @@ def _is_small_talk(sentence: str) -> bool:
 
 
 def _subject(sentence: str) -> tuple[str, ...]:
-    """What a sentence is about, roughly: its first three words, articles aside."""
-    words = [word for word in _WORDS.findall(sentence.lower()) if word not in _KEY_SKIP]
+    """What a sentence is about, roughly: its first three words, articles and a leading date aside."""
+    text = LEADING_DATE.sub("", sentence).lower()
+    words = [word for word in _WORDS.findall(text) if word not in _KEY_SKIP]
     return tuple(words[:3])
