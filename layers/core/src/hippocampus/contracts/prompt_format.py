@@ -26,8 +26,24 @@ NOTHING_TO_KEEP: Final = "NOTHING_TO_KEEP"
 USER_LABEL: Final = "User"
 ASSISTANT_LABEL: Final = "Assistant"
 ITEM_SEPARATOR: Final = "\n\n"
-# The first line of each new item: when it happened (`Item date: Monday 8 May 2023, 13:56 UTC`).
+# The first line of each new item: when it happened (`Item date: Monday 8 May 2023, 13:56 UTC`),
+# in English whatever the locale: the prompt writes these names and the offline model reads them.
 ITEM_DATE_LABEL: Final = "Item date:"
+WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 PLACEHOLDERS: Final = frozenset(
     {"OLD_MEMORY", "NEW_CONTENT", "MAX_WORDS", "USER_NAME", "CUSTOM_INSTRUCTIONS", "TODAY"}

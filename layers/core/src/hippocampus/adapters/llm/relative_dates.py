@@ -16,25 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from hippocampus.contracts.prompt_format import ITEM_DATE_LABEL
-
-# The English names `spoken_date` writes (domain/condense/prompt.py). Re-declared, not imported:
-# an adapter may not import the domain (docs/architecture.md "Layers").
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+from hippocampus.contracts.prompt_format import ITEM_DATE_LABEL, MONTHS, WEEKDAYS
 
 # `Item date: Monday 8 May 2023, 13:56 UTC` or `… 00:30 UTC+02:00`, exactly as `spoken_date` writes it.
 _ITEM_DATE = re.compile(

@@ -17,6 +17,7 @@ from hippocampus.contracts.prompt_format import (
     CUSTOM_INSTRUCTIONS_END,
     ITEM_DATE_LABEL,
     ITEM_SEPARATOR,
+    MONTHS,
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
     NOTHING_TO_KEEP,
@@ -26,6 +27,7 @@ from hippocampus.contracts.prompt_format import (
     USER_LABEL,
     USER_NAME_BEGIN,
     USER_NAME_END,
+    WEEKDAYS,
 )
 
 # Every marker needs a run of three angle brackets; data never keeps one, so it cannot close a fence.
@@ -220,7 +222,7 @@ def _dated(occurred_at: datetime | None, text: str) -> str:
 def spoken_date(moment: datetime, with_time: bool = True) -> str:
     """`Monday 8 May 2023, 13:56 UTC` (`UTC+02:00` in its own offset): the weekday lets a model
     resolve "last Tuesday"; an English form, whatever the locale."""
-    day = f"{_WEEKDAYS[moment.weekday()]} {moment.day} {_MONTHS[moment.month - 1]} {moment.year}"
+    day = f"{WEEKDAYS[moment.weekday()]} {moment.day} {MONTHS[moment.month - 1]} {moment.year}"
     if not with_time:
         return day
     offset = moment.utcoffset() or timedelta(0)
@@ -231,20 +233,3 @@ def spoken_date(moment: datetime, with_time: bool = True) -> str:
         else f"UTC{'+' if minutes > 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     )
     return f"{day}, {moment.hour:02d}:{moment.minute:02d} {zone}"
-
-
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
