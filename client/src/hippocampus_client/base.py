@@ -8,6 +8,7 @@ is here once.
 import logging
 import os
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Self, TypedDict
 from urllib.parse import urlsplit
@@ -29,7 +30,11 @@ ENDPOINT_VARIABLE, TENANT_VARIABLE = "HIPPOCAMPUS_ENDPOINT", "HIPPOCAMPUS_TENANT
 
 
 class ItemOptions(TypedDict, total=False):
-    """Item fields `add` applies to each item it sends (docs/api.md "Ingest")."""
+    """Item fields `add` applies to each item it sends (docs/api.md "Ingest").
+
+    `occurred_at`: when the turn or fact happened, a timezone-aware `datetime` or an RFC 3339
+    string with `Z` or an offset; anything else is refused before any request (timestamps.py).
+    """
 
     id: str
     infer: bool
@@ -39,6 +44,7 @@ class ItemOptions(TypedDict, total=False):
     additional_metadata: dict[str, Any]
     title: str
     is_markdown: bool
+    occurred_at: datetime | str
 
 
 ResultKind = Literal["fact", "episode"]

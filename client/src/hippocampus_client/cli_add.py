@@ -13,7 +13,7 @@ from typing import IO, Any
 import click
 
 from .base import ItemOptions
-from .cli_options import ID
+from .cli_options import ID, TIMESTAMP
 from .cli_output import emit_json, error_document, error_line, job_line, note, required
 from .cli_settings import CliState, pass_state
 from .errors import HippocampusError, NotFoundError, WaitTimeoutError
@@ -53,6 +53,12 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--markdown", is_flag=True, help="The text is markdown.")
 @click.option("--metadata", callback=_json_object, metavar="JSON", help="A JSON object kept with it.")
 @click.option("--instructions", metavar="TEXT", help="custom_instructions: what the application wants kept.")
+@click.option(
+    "--occurred-at",
+    type=TIMESTAMP,
+    metavar="TIMESTAMP",
+    help="When it happened, RFC 3339 with Z or an offset (2023-05-08T13:56:00Z). Default: when the API accepts it.",
+)
 @click.option("--idempotency-key", metavar="KEY", help="Sent as the Idempotency-Key header.")
 @click.option("--wait", "wait_for", is_flag=True, help="Wait until the jobs are final; exit 1 if one failed.")
 @click.option("--wait-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True)
@@ -70,6 +76,7 @@ def add(
     markdown: bool,
     metadata: dict[str, Any] | None,
     instructions: str | None,
+    occurred_at: str | None,
     idempotency_key: str | None,
     wait_for: bool,
     wait_timeout: float,
@@ -80,6 +87,7 @@ def add(
     hippocampus --local --tenant acme add alice "User: I sell candles.
     Assistant: Nice!"
     echo "Prefers email." | hippocampus --local --tenant acme add alice --fact contact
+    hippocampus --local --tenant acme add alice "Moved to Lyon." --occurred-at 2023-05-08T13:56:00Z
     """
     if item_id and fact_id:
         raise click.UsageError("--fact ID is the item's id already: give --id or --fact")
@@ -99,6 +107,8 @@ def add(
         options["metadata"] = metadata
     if instructions:
         options["custom_instructions"] = instructions
+    if occurred_at:
+        options["occurred_at"] = occurred_at
     jobs = required(state.client().add(user, content, idempotency_key=idempotency_key, **options))
     if wait_for:
         raise click.exceptions.Exit(wait_and_report(state, [j.job_id for j in jobs], wait_timeout))

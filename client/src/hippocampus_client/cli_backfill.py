@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type info
 from .cli_backfill_lines import DEFAULT_BATCH_BYTES, LINE_FORMATS, MAX_BODY_BYTES, MAX_ITEMS
 from .cli_backfill_run import Options, Runner, Summary, count_lines
 from .cli_backfill_state import BackfillState, FailedLines
+from .cli_options import TIMEZONE
 from .cli_output import count, emit_json, error_document, error_line, note
 from .cli_settings import CliState, pass_state
 
@@ -34,7 +36,8 @@ in flight; twice quits at once) and the lines done are skipped. Nothing is
 stored twice: an item without "id" gets one derived from the user, the line
 number, its position and its content, and each request carries an
 Idempotency-Key derived from its body, so what was sent but not yet recorded
-is recognised by the service.
+is recognised by the service. A date is part of an item's content: a
+session's "date_time" read in another --timezone makes other items.
 
 \b
 Failed lines are listed in the summary and written to FILE.failed.jsonl
@@ -79,6 +82,14 @@ Exit code: 0, 1 if a line failed or the service kept refusing, 130 if stopped.
     help="First pause, doubling.",
 )
 @click.option(
+    "--timezone",
+    type=TIMEZONE,
+    default="UTC",
+    show_default=True,
+    metavar="ZONE",
+    help='Where a session\'s "date_time" was written: UTC or a name such as Europe/Paris.',
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="The progress bar (default: on a terminal, without --json).",
@@ -95,6 +106,7 @@ def backfill(
     batch_bytes: int,
     retries: int,
     retry_pause: float,
+    timezone: tzinfo,
     progress: bool | None,
 ) -> None:
     client = state.client()
@@ -102,7 +114,7 @@ def backfill(
     state_file = state_path or file.with_name(file.name + ".progress")
     books = BackfillState.load(state_file, file.name, target, client.tenant, restart)
     failed = FailedLines(failed_path or file.with_name(file.name + ".failed.jsonl"))
-    options = Options(batch_items, batch_bytes, concurrency, retries, retry_pause)
+    options = Options(batch_items, batch_bytes, concurrency, retries, retry_pause, timezone=timezone)
     disable = (state.as_json or None) if progress is None else not progress  # None: tqdm checks the TTY
     with tqdm(total=count_lines(file), unit="line", disable=disable, file=sys.stderr, leave=False) as bar:
         runner = Runner(client, books, failed, options, bar)

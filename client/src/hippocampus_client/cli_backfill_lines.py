@@ -4,17 +4,25 @@ Every line is one JSON object with a `user_id` and exactly one of the contents i
 Each item gets a deterministic `id` when it has none, so sending it again (after an interruption,
 or a re-run) maps to the same job and queues nothing (docs/api.md "Ingest", job ids). Batches
 group one user's items, in file order, within the API's limits (docs/api.md "Limits").
+
+`occurred_at` (docs/api.md "Ingest") is checked as the API checks it (timestamps.py); a turn's
+own date wins over its session's, which wins over the line's. A session's `date_time`, as the
+LoCoMo benchmark writes it, is read with `strptime` in the `--timezone` zone (client/README.md
+"backfill").
 """
 
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from .errors import InvalidInputError
 from .identifiers import IDENTIFIER
 from .items import build_items
+from .timestamps import FIELD as OCCURRED_AT
+from .timestamps import occurred_at
 from .transport import encode_json
 
 LINE_FORMATS = """\b
@@ -29,12 +37,22 @@ One JSON object per line, with "user_id" and exactly one of:
   "items": [{...}, ...]                   API items, sent as they are
   "turns": [turn, ...]                    a conversation: one item per turn,
                                           each a string, a {"user", "assistant"}
-                                          pair, a list of openai-style messages
-                                          or an item
+                                          pair (with an "occurred_at" if
+                                          wanted), a list of openai-style
+                                          messages or an item
+  "sessions": [{"occurred_at": ..., "turns": [turn, ...]}, ...]
+                                          conversations with a date each: one
+                                          item per turn, dated by its session
+                                          unless it has its own; a session may
+                                          give "date_time" as LoCoMo writes it,
+                                          "1:56 pm on 8 May, 2023", read in
+                                          --timezone, instead of "occurred_at"
 Item fields beside them (id, infer, user_name, custom_instructions, metadata,
-additional_metadata, title, is_markdown) apply to each item of the line; the
-"id" of a line with several items becomes ID-1, ID-2, ... Blank lines are
-ignored; "backfill_error" (a .failed.jsonl line) is ignored."""
+additional_metadata, title, is_markdown, occurred_at) apply to each item of
+the line; an item's own win. "occurred_at" is RFC 3339 with Z or an offset
+(2023-05-08T13:56:00Z); none (or null): when the API accepts it. The "id" of
+a line with several items becomes ID-1, ID-2, ... Blank lines are ignored;
+"backfill_error" (a .failed.jsonl line) is ignored."""
 
 MAX_ITEMS = 100  # items per request (docs/api.md "Limits")
 MAX_BODY_BYTES = 1_048_576  # the request body limit: 413 above it
@@ -50,9 +68,15 @@ ITEM_FIELDS = frozenset(
         "additional_metadata",
         "title",
         "is_markdown",
+        OCCURRED_AT,
     }
 )
-CONTENTS = ("text", "user_assistant_pairs", "messages", "items", "turns")
+CONTENTS = ("text", "user_assistant_pairs", "messages", "items", "turns", "sessions")
+SESSION_FIELDS = frozenset({"turns", OCCURRED_AT, "date_time"})
+# How LoCoMo writes a session's date ("1:56 pm on 8 May, 2023"), read with strptime: English
+# month names, as Python's default C locale spells them.
+SPOKEN_DATE = "%I:%M %p on %d %B, %Y"
+SPOKEN_EXAMPLE = "1:56 pm on 8 May, 2023"
 ERROR_FIELD = "backfill_error"  # what a `.failed.jsonl` line says; ignored when it is read again
 
 
@@ -79,8 +103,9 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON the API accepts")
 
 
-def parse_line(number: int, raw: bytes) -> Line | None:
-    """The line's user and items (None for a blank line); `LineError` says what is wrong."""
+def parse_line(number: int, raw: bytes, zone: tzinfo = UTC) -> Line | None:
+    """The line's user and items (None for a blank line); `LineError` says what is wrong. `zone`
+    is where a session's `date_time` was written (`--timezone`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -104,14 +129,18 @@ def parse_line(number: int, raw: bytes) -> Line | None:
         raise LineError("invalid_line", f"exactly one of {', '.join(CONTENTS)} is needed")
     defaults = {name: value for name, value in data.items() if name in ITEM_FIELDS}
     line_id = defaults.pop("id", None)
-    items = _items(contents[0], data[contents[0]])
+    if defaults.get(OCCURRED_AT) is not None:
+        defaults[OCCURRED_AT] = _timestamp(defaults[OCCURRED_AT], OCCURRED_AT)
+    else:
+        defaults.pop(OCCURRED_AT, None)  # null: not given, as the API reads it
+    items = _items(contents[0], data[contents[0]], zone)
     for item in items:
         for name, value in defaults.items():
             item.setdefault(name, value)
     return Line(number, user, tuple(_with_ids(user, number, line_id, items)))
 
 
-def _items(kind: str, value: Any) -> list[dict[str, Any]]:
+def _items(kind: str, value: Any, zone: tzinfo) -> list[dict[str, Any]]:
     if kind == "text":
         if not isinstance(value, str):
             raise LineError("invalid_line", "text must be a string")
@@ -121,20 +150,85 @@ def _items(kind: str, value: Any) -> list[dict[str, Any]]:
     if kind == "messages":
         return _messages(value, kind)
     if kind == "items":
-        return [_object(entry, f"items[{index}]") for index, entry in enumerate(_list(value, kind))]
-    return [item for index, turn in enumerate(_list(value, kind)) for item in _turn(index, turn)]
+        return [_dated(entry, f"items[{index}]") for index, entry in enumerate(_list(value, kind))]
+    if kind == "sessions":
+        return [
+            item
+            for index, session in enumerate(_list(value, kind))
+            for item in _session(index, session, zone)
+        ]
+    return _turns(value, kind)
 
 
-def _turn(index: int, turn: Any) -> list[dict[str, Any]]:
-    where = f"turns[{index}]"
+def _session(index: int, session: Any, zone: tzinfo) -> list[dict[str, Any]]:
+    """A session's turns, each dated by the session unless it has its own date."""
+    where = f"sessions[{index}]"
+    entry = _object(session, where)
+    unknown = sorted(set(entry) - SESSION_FIELDS)
+    if unknown:
+        raise LineError("invalid_line", f"{where}: unknown field {', '.join(unknown)}")
+    given, spoken = entry.get(OCCURRED_AT), entry.get("date_time")  # null: not given
+    if given is not None and spoken is not None:
+        raise LineError("invalid_line", f"{where}: give occurred_at or date_time, not both")
+    items = _turns(entry.get("turns"), f"{where}.turns")
+    date: str | None = None
+    if given is not None:
+        date = _timestamp(given, f"{where}.{OCCURRED_AT}")
+    elif spoken is not None:
+        date = spoken_date(spoken, zone, f"{where}.date_time")
+    if date is not None:
+        for item in items:
+            item.setdefault(OCCURRED_AT, date)
+    return items
+
+
+def spoken_date(value: Any, zone: tzinfo, where: str = "date_time") -> str:
+    """A date as LoCoMo writes it ("1:56 pm on 8 May, 2023"), a wall-clock time in `zone`, as RFC 3339."""
+    try:
+        moment = datetime.strptime(value.strip(), SPOKEN_DATE) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise LineError("invalid_line", f'{where} must be a date written as "{SPOKEN_EXAMPLE}"')
+    return occurred_at(moment.replace(tzinfo=zone))
+
+
+def _turns(value: Any, where: str) -> list[dict[str, Any]]:
+    return [
+        item for index, turn in enumerate(_list(value, where)) for item in _turn(f"{where}[{index}]", turn)
+    ]
+
+
+def _turn(where: str, turn: Any) -> list[dict[str, Any]]:
     if isinstance(turn, str):
         return [{"text": turn}]
     if isinstance(turn, list):
         return _messages(turn, where)
-    entry = _object(turn, where)
-    if entry and set(entry) <= {"user", "assistant"}:
-        return [{"user_assistant_pairs": [entry]}]
-    return [entry]
+    entry = _dated(turn, where)
+    date = {OCCURRED_AT: entry.pop(OCCURRED_AT)} if OCCURRED_AT in entry else {}
+    if entry and set(entry) <= {"user", "assistant"}:  # a pair, dated or not
+        return [{"user_assistant_pairs": [entry]} | date]
+    return [entry | date]
+
+
+def _dated(value: Any, where: str) -> dict[str, Any]:
+    """An item object, its own `occurred_at` checked (null: not given, so the session's or the
+    line's date applies)."""
+    entry = _object(value, where)
+    if entry.get(OCCURRED_AT) is not None:
+        entry[OCCURRED_AT] = _timestamp(entry[OCCURRED_AT], f"{where}.{OCCURRED_AT}")
+    else:
+        entry.pop(OCCURRED_AT, None)
+    return entry
+
+
+def _timestamp(value: Any, where: str) -> str:
+    """A JSON string the API takes as `occurred_at` (timestamps.py), as it is."""
+    try:
+        return occurred_at(value, where)
+    except InvalidInputError:
+        message = f'{where} must be an RFC 3339 timestamp with Z or an offset, e.g. "2023-05-08T13:56:00Z"'
+        raise LineError("invalid_line", message) from None
 
 
 def _messages(value: Any, where: str) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ class Options:
     retries: int = 8
     retry_pause: float = 1.0
     window: int = 1000
+    timezone: tzinfo = UTC  # of a session's `date_time` (cli_backfill_lines.py)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ class Runner:
             return
         self.summary.lines += 1
         try:
-            line = parse_line(number, raw)
+            line = parse_line(number, raw, self.options.timezone)
         except LineError as error:
             self._record_failure(number, error.code, error.message)
             self.failed_lines.write_raw(raw)  # it needs a fix before a re-run

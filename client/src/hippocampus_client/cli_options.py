@@ -8,14 +8,18 @@ use, inside the command, so it sees both. A command's own option of the same nam
 command's (`wait --timeout` is how long to wait).
 """
 
+from datetime import UTC, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 from click.core import ParameterSource
 
 from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
 from .cli_settings import CliState
+from .errors import InvalidInputError
 from .identifiers import IDENTIFIER
+from .timestamps import occurred_at
 
 MAX_SHOWN = 40  # a longer value is told by its length, so the error stays one line
 
@@ -40,6 +44,47 @@ class IdentifierType(click.ParamType):  # type: ignore[type-arg]
 
 
 ID = IdentifierType()
+
+
+class TimestampType(click.ParamType):  # type: ignore[type-arg]
+    """An `occurred_at` the API accepts (timestamps.py): anything else is a usage error, before
+    any request."""
+
+    name = "timestamp"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return occurred_at(value)
+        except InvalidInputError:
+            shown = (
+                repr(value) if len(str(value)) <= MAX_SHOWN else f"a value of {len(str(value))} characters"
+            )
+            message = f'{shown} is not an RFC 3339 timestamp with Z or an offset, e.g. "2023-05-08T13:56:00Z"'
+            self.fail(message, param, ctx)
+
+
+TIMESTAMP = TimestampType()
+
+
+class TimezoneType(click.ParamType):  # type: ignore[type-arg]
+    """An IANA time zone name (`Europe/Paris`) or `UTC`, as a `tzinfo`."""
+
+    name = "zone"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tzinfo:
+        if isinstance(value, tzinfo):
+            return value
+        if str(value).upper() in ("UTC", "Z"):
+            return UTC  # no time zone database needed for it
+        try:
+            return ZoneInfo(str(value))
+        except (ZoneInfoNotFoundError, ValueError):
+            self.fail(
+                f"{str(value)[:MAX_SHOWN]!r} is not a time zone name such as UTC or Europe/Paris", param, ctx
+            )
+
+
+TIMEZONE = TimezoneType()
 
 
 def global_options(after_command: bool = False) -> list[click.Option]:

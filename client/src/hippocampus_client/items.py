@@ -5,6 +5,8 @@
   `user_assistant_pairs` (a new item every 50 pairs, the API's limit per item); system,
   developer and tool messages are not part of the conversation and are left out;
 - items (dicts or `Item`): sent as given, with the options as defaults.
+
+`occurred_at`, an option or an item's own, is checked and written as RFC 3339 (timestamps.py).
 """
 
 from collections.abc import Mapping, Sequence
@@ -12,6 +14,8 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .models import Item
+from .timestamps import FIELD as OCCURRED_AT
+from .timestamps import occurred_at
 
 MAX_PAIRS_PER_ITEM = 50  # docs/api.md "Limits"
 Content = str | Item | Mapping[str, Any] | Sequence[Item | Mapping[str, Any]]
@@ -20,6 +24,8 @@ Content = str | Item | Mapping[str, Any] | Sequence[Item | Mapping[str, Any]]
 def build_items(content: Content, options: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The items to send; `options` are item fields (None: not given) applied to each item."""
     defaults = {name: value for name, value in options.items() if value is not None}
+    if OCCURRED_AT in defaults:
+        defaults[OCCURRED_AT] = occurred_at(defaults[OCCURRED_AT])
     if isinstance(content, Mapping) and "role" in content:
         content = [content]  # one message
     items: list[dict[str, Any]]
@@ -36,6 +42,9 @@ def build_items(content: Content, options: Mapping[str, Any]) -> list[dict[str, 
             items = [_as_dict(entry) for entry in entries]
     if not items:
         raise InvalidInputError("nothing to add: no item, or no user or assistant message")
+    for position, item in enumerate(items):
+        if item.get(OCCURRED_AT) is not None:  # None is sent as given: the API judges it
+            item[OCCURRED_AT] = occurred_at(item[OCCURRED_AT], f"items[{position}].{OCCURRED_AT}")
     return _with_defaults(items, defaults)
 
 
