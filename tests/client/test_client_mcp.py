@@ -223,6 +223,19 @@ def test_remember_a_turn_can_wait_for_its_condensation(fake: FakeHippocampus, cl
     assert result.structured_content["jobs"][0]["status"] == "completed"
 
 
+def test_remember_passes_when_it_happened_and_refuses_a_date_without_its_offset(
+    fake: FakeHippocampus, client: MemoryClient
+) -> None:
+    fake.answers["POST", MEMORY] = json_answer(202, {"jobs": [job("queued")]})
+    dated = {"user_id": "alice", "text": "Alice moved to Lyon.", "occurred_at": "2023-05-08T13:56:00Z"}
+    call(client, "remember", dated)
+    item = {"text": "Alice moved to Lyon.", "occurred_at": "2023-05-08T13:56:00Z"}
+    assert fake.bodies() == [("POST", MEMORY, {"items": [item], "upsert": True})]
+    message = error_text(call(client, "remember", dated | {"occurred_at": "2023-05-08T13:56:00"}))
+    assert message.startswith("Error executing tool remember: invalid_input") and "occurred_at" in message
+    assert len(fake.requests) == 1  # the second was refused before any request
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

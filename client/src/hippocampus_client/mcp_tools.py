@@ -146,6 +146,12 @@ class MemoryTools:
         metadata: Annotated[
             dict[str, Any] | None, Field(description="A JSON object kept with it (at most 16 KiB).")
         ] = None,
+        occurred_at: Annotated[
+            str | None,
+            Field(
+                description="When it happened, RFC 3339 with Z or an offset (2023-05-08T13:56:00Z); default: now."
+            ),
+        ] = None,
         wait_seconds: Annotated[
             int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Wait this long for a turn to be condensed.")
         ] = 0,
@@ -156,7 +162,8 @@ class MemoryTools:
         `fact_id`, `text` is stored at once, verbatim, as a fact (job `completed`)."""
         with _tool_errors("remember"):
             item = _item(text, user_message, assistant_message, fact_id)
-            item |= {k: v for k, v in (("title", title), ("metadata", metadata)) if v is not None}
+            given = (("title", title), ("metadata", metadata), ("occurred_at", occurred_at))
+            item |= {k: v for k, v in given if v is not None}
             jobs = _answered(self.client.add(user_id, item))
             if wait_seconds and not all(job.final for job in jobs):
                 jobs = self._waited(jobs, wait_seconds)
