@@ -1,5 +1,6 @@
 """The `hippocampus` command (client/README.md "CLI") against the real local stack: add and wait,
-a backfill resumed and restarted without a duplicate, and a redrive through the local Invoke API."""
+a backfill resumed and restarted without a duplicate, a backfill of dated sessions listed by when
+they happened, and a redrive through the local Invoke API."""
 
 import json
 from pathlib import Path
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from e2e_support import ASYNC_DEADLINE_S, LocalStackProcess, marker
+from e2e_support import ASYNC_DEADLINE_S, Api, LocalStackProcess, marker, wait_for
 
 from hippocampus_client.cli import cli
 
@@ -82,6 +83,47 @@ def test_a_backfill_resumed_is_a_no_op_and_restarted_stores_nothing_twice(
         assert sorted(j["job_id"] for j in after) == sorted(j["job_id"] for j in before)
     facts = as_json(hippocampus(url, tenant, "--json", "get", "ann", "--full"))["facts"]
     assert [f["text"] for f in facts] == ["Ann prefers email."]
+
+
+def test_a_backfill_of_dated_sessions_is_listed_by_when_they_happened(
+    url: str, tenant: str, tmp_path: Path
+) -> None:
+    newer_first = {
+        "user_id": "cal",
+        "sessions": [
+            {
+                "date_time": "1:56 pm on 8 May, 2024",
+                "turns": [{"id": "s2-1", "text": "Cal: I moved to Berlin."}],
+            },
+            {
+                "occurred_at": "2023-01-10T10:00:00Z",
+                "turns": [{"id": "s1-1", "text": "Cal: I live in Paris."}, "Cal: I work at a bakery."],
+            },
+        ],
+    }
+    path = tmp_path / "sessions.jsonl"
+    path.write_text(json.dumps(newer_first) + "\n")
+    done = as_json(hippocampus(url, tenant, "--json", "backfill", str(path), "--timezone", "UTC"))
+    assert (done["done"], done["failed"], done["items"]) == (1, 0, 3)
+
+    api = Api(url)
+
+    def all_condensed() -> list[dict[str, Any]] | None:
+        response = api.request("GET", api.memory_path(tenant, "cal") + "/episodes")
+        episodes: list[dict[str, Any]] = response.json()["episodes"] if response.status_code == 200 else []
+        return episodes if len(episodes) == 3 else None
+
+    episodes = wait_for(all_condensed, what="three episodes")
+    assert [episode["text"] for episode in episodes] == [
+        "Cal: I moved to Berlin.",
+        "Cal: I work at a bakery.",
+        "Cal: I live in Paris.",
+    ]
+    assert [episode["occurred_at"] for episode in episodes] == [
+        "2024-05-08T13:56:00Z",
+        "2023-01-10T10:00:00Z",
+        "2023-01-10T10:00:00Z",
+    ]
 
 
 def test_redrive_through_the_local_invoke_api(url: str, tenant: str) -> None:
