@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
+from client_backfill import backfill, posted, summary, write_lines
 from client_cli_fake import FakeHippocampus
 
 from hippocampus_client import cli_backfill_state, cli_settings
@@ -29,42 +30,6 @@ def fake() -> Iterator[FakeHippocampus]:
 def no_client_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's own retries only, so a refusal costs no client backoff in the test."""
     monkeypatch.setattr(cli_settings, "CLI_MAX_RETRIES", 0)
-
-
-def write_lines(path: Path, lines: list[Any]) -> Path:
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
-    return path
-
-
-def backfill(fake: FakeHippocampus, path: Path, *extra: str, tenant: str = "acme") -> Result:
-    args = [
-        "--endpoint",
-        fake.url,
-        "--tenant",
-        tenant,
-        "--json",
-        "backfill",
-        str(path),
-        "--no-progress",
-        *extra,
-    ]
-    return CliRunner().invoke(cli, args)
-
-
-def summary(result: Result) -> dict[str, Any]:
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    document: dict[str, Any] = json.loads(result.stdout)
-    return document
-
-
-def posted(fake: FakeHippocampus, user: str) -> list[dict[str, Any]]:
-    """Every item sent for `user`, in order, replays included."""
-    return [
-        item
-        for r in fake.requests
-        if r.method == "POST" and f"/users/{user}/" in r.path + "/"
-        for item in r.body["items"]
-    ]
 
 
 def many_users(path: Path, users: int, lines_each: int) -> tuple[Path, dict[str, list[str]]]:

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 import httpx2
 import pytest
 from click.testing import CliRunner, Result
+from client_backfill import backfill, posted, summary, write_lines
 from client_cli_fake import FakeHippocampus
 from client_test_servers import job_body, mocked, mocked_async
 
@@ -180,38 +181,6 @@ def test_add_occurred_at_is_sent_and_a_bad_one_is_a_usage_error_before_any_reque
 # --- hippocampus backfill ------------------------------------------------------------------------
 
 
-def write_lines(path: Path, lines: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
-
-
-def backfill(fake: FakeHippocampus, path: Path, *extra: str) -> dict[str, Any]:
-    args = [
-        "--endpoint",
-        fake.url,
-        "--tenant",
-        "acme",
-        "--json",
-        "backfill",
-        str(path),
-        "--no-progress",
-        *extra,
-    ]
-    result = CliRunner().invoke(cli, args)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    report: dict[str, Any] = json.loads(result.stdout)
-    return report
-
-
-def posted(fake: FakeHippocampus, user: str) -> list[dict[str, Any]]:
-    return [
-        item
-        for r in fake.requests
-        if r.method == "POST" and f"/users/{user}/" in r.path + "/"
-        for item in r.body["items"]
-    ]
-
-
 def dates(fake: FakeHippocampus, user: str) -> list[str | None]:
     return [item.get("occurred_at") for item in posted(fake, user)]
 
@@ -244,7 +213,7 @@ def test_line_session_and_turn_dates_reach_the_requests(fake: FakeHippocampus, t
         ]},
         {"user_id": "gus", "occurred_at": None, "text": "Undated."},
     ]  # fmt: skip
-    report = backfill(fake, write_lines(tmp_path / "dated.jsonl", lines))
+    report = summary(backfill(fake, write_lines(tmp_path / "dated.jsonl", lines)))
     assert (report["done"], report["failed"], report["items"]) == (6, 0, 14)
     assert dates(fake, "alice") == ["2023-01-01T10:00:00Z"]
     assert dates(fake, "bob") == [
@@ -271,7 +240,7 @@ def test_a_session_date_time_is_read_in_the_timezone_given(fake: FakeHippocampus
             {"date_time": "12:09 am on 13 January, 2024", "turns": ["Ann: two"]},
         ]},
     ]  # fmt: skip
-    backfill(fake, write_lines(tmp_path / "z.jsonl", lines), "--timezone", "Europe/Paris")
+    summary(backfill(fake, write_lines(tmp_path / "z.jsonl", lines), "--timezone", "Europe/Paris"))
     assert dates(fake, "erin") == ["2023-05-08T13:56:00+02:00", "2024-01-13T00:09:00+01:00"]
     refused = CliRunner().invoke(
         cli,
@@ -301,7 +270,7 @@ def test_a_bad_date_fails_its_line_alone_before_it_is_sent(fake: FakeHippocampus
         {"user_id": "u8", "items": [{"text": "x", "occurred_at": 1683554160}]},
         {"user_id": "ok", "sessions": [{"occurred_at": "2023-05-08T13:56:00Z", "turns": ["fine"]}]},
     ]  # fmt: skip
-    report = backfill(fake, write_lines(tmp_path / "bad.jsonl", lines))
+    report = summary(backfill(fake, write_lines(tmp_path / "bad.jsonl", lines)))
     assert (report["done"], report["failed"]) == (1, 8)
     assert {f["code"] for f in report["failures"]} == {"invalid_line"}
     messages = [f["message"] for f in report["failures"]]
@@ -327,13 +296,13 @@ def test_dated_lines_keep_their_ids_on_a_rerun_and_in_the_failed_file(
         {"user_id": "alice", "occurred_at": "2023-07-01T09:00:00Z", "turns": ["User: four\nAssistant: d"]},
     ]  # fmt: skip
     path = write_lines(tmp_path / "r.jsonl", lines)
-    first = backfill(fake, path, "--timezone", "Asia/Tokyo")
+    first = summary(backfill(fake, path, "--timezone", "Asia/Tokyo"))
     assert (first["done"], first["failed"]) == (1, 1)
     accepted = {key: list(ids) for key, ids in fake.accepted.items()}
     four = {"text": "User: four\nAssistant: d", "occurred_at": "2023-07-01T09:00:00Z"}
     assert accepted[("acme", "alice")] == [item_id("alice", 2, 1, four)]
     # The same file from scratch: the same ids, the same batches, nothing new for the service.
-    again = backfill(fake, path, "--restart", "--timezone", "Asia/Tokyo")
+    again = summary(backfill(fake, path, "--restart", "--timezone", "Asia/Tokyo"))
     assert (again["done"], again["failed"]) == (1, 1)
     assert fake.accepted == accepted and fake.replays == 1  # line 2's batch, recognised by its key
     # The failed line, written with its items' dates and ids, needs no --timezone to be sent again.
@@ -396,7 +365,7 @@ def test_a_locomo_conversation_becomes_dated_readable_turns(fake: FakeHippocampu
     source = tmp_path / "locomo10.json"
     source.write_text(json.dumps(made_up_locomo()))
     lines = convert(source, tmp_path / "locomo.jsonl")
-    report = backfill(fake, lines, "--timezone", "America/New_York")
+    report = summary(backfill(fake, lines, "--timezone", "America/New_York"))
     assert (report["lines"], report["done"], report["failed"], report["items"]) == (2, 2, 0, 13)
     sent = posted(fake, "conv-1")
     assert [(item["id"], item["text"], item["occurred_at"]) for item in sent[:5]] == [
@@ -410,7 +379,7 @@ def test_a_locomo_conversation_becomes_dated_readable_turns(fake: FakeHippocampu
     assert posted(fake, "conv-2") == [
         {"id": "D1:1", "text": "Cy: Happy new year soon.", "occurred_at": "2021-12-31T23:59:00-05:00"}
     ]
-    again = backfill(fake, lines, "--restart", "--timezone", "America/New_York")
+    again = summary(backfill(fake, lines, "--restart", "--timezone", "America/New_York"))
     assert again["items"] == 13 and fake.replays == again["requests"]
 
 
