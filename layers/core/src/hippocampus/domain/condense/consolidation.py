@@ -220,12 +220,10 @@ class ConsolidationService:
                 break
             # Oldest first by when they happened (docs/architecture.md "Condensation"): a backfill
             # of older turns arriving after newer ones still reads in its own order.
-            live.sort(key=lambda entry: entry.content.occurred_at or entry.queued.message.queued_at)
+            live.sort(key=lambda entry: entry.occurred_at)
             pending = [entry.queued for entry in live]
             inputs = [
-                CondenseInput.from_item(
-                    entry.content, entry.queued.message.item_id, entry.queued.message.queued_at
-                )
+                CondenseInput.from_item(entry.content, entry.queued.message.item_id, entry.occurred_at)
                 for entry in live
             ]
             episodes = [episode_of(entry.queued.message, entry.content) for entry in live]

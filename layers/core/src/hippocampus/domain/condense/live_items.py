@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
@@ -15,6 +16,11 @@ PAYLOAD_MISSING = JobError(code="payload_missing", message="the accepted payload
 class LiveItem:
     queued: QueuedItem
     content: IngestItem
+
+    @property
+    def occurred_at(self) -> datetime:
+        """When it happened: its `occurred_at`, or when the API accepted it."""
+        return self.content.occurred_at or self.queued.message.queued_at
 
 
 class ItemContents:

@@ -160,9 +160,9 @@ class CondenseInput:
 
     @classmethod
     def from_item(
-        cls, item: IngestItem, item_id: str | None = None, accepted_at: datetime | None = None
+        cls, item: IngestItem, item_id: str | None = None, occurred_at: datetime | None = None
     ) -> "CondenseInput":
-        """`accepted_at`: when the API accepted it, the date of an item sent without `occurred_at`."""
+        """`occurred_at`: when it happened, if not the item's own (an undated item: when accepted)."""
         pairs = tuple((pair.user, pair.assistant) for pair in item.user_assistant_pairs or ())
         return cls(
             text=item.text,
@@ -170,7 +170,7 @@ class CondenseInput:
             user_name=item.user_name,
             custom_instructions=item.custom_instructions,
             item_id=item_id if item_id is not None else item.id,
-            occurred_at=item.occurred_at or accepted_at,
+            occurred_at=occurred_at or item.occurred_at,
         )
 
     def render(self, default_user_name: str | None = None) -> str:
