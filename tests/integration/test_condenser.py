@@ -21,7 +21,9 @@ class FakeLlm:
         self.during_call = None
         self.error: Exception | None = None
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         self.prompts.append(prompt)
         if self.during_call:
             hook, self.during_call = self.during_call, None

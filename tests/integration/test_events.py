@@ -21,6 +21,9 @@ EXPECTED_STATUS = {
     "api_post_context.json": ("recall", 200),
     "api_get_facts.json": ("get_memory", 200),
     "api_get_episodes.json": ("get_memory", 200),
+    "api_get_records.json": ("get_memory", 200),
+    "api_delete_record.json": ("ingest", 404),  # the sample user has no such record yet
+    "api_delete_episode.json": ("ingest", 404),  # the sample turn is queued, not an episode yet
 }
 
 EXPECTED_DIRECT = {
@@ -60,6 +63,10 @@ EXPECTED_DIRECT = {
         lambda body: [f["id"] for f in body["facts"]] == ["pref_dark_mode"],
     ),
     "invoke_list_episodes.json": ("get_memory", lambda body: body == {"episodes": [], "next_cursor": None}),
+    # The sample turn is still queued: nothing recorded yet.
+    "invoke_list_records.json": ("get_memory", lambda body: body == {"items": [], "next_cursor": None}),
+    "invoke_delete_record.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    "invoke_forget_episode.json": ("ingest", lambda body: body["error"]["status"] == 404),
     # Nothing was dead-lettered: nothing to move (docs/operations.md "The dead-letter queue").
     "invoke_redrive_dead_letters.json": (
         "condenser",

@@ -48,7 +48,7 @@ class VerboseLlm:
     def __init__(self, words: int):
         self.words = words
 
-    def complete(self, system, prompt, timeout_s=None):
+    def complete(self, system, prompt, timeout_s=None, schema=None):
         text = " ".join(f"Alice likes thing{n}." for n in range(self.words))
         return LlmResult(text, prompt_tokens=100, completion_tokens=3 * self.words)
 

@@ -32,7 +32,9 @@ class AppendingLlm:
     def __init__(self) -> None:
         self.down = False
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         if self.down:
             raise TimeoutError("the LLM provider is down")
         new = prompt.split(NEW_CONTENT_BEGIN, 1)[1].split(NEW_CONTENT_END, 1)[0].strip()

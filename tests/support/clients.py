@@ -72,6 +72,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.dynamodb_records import DynamoRecordStore
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
     from hippocampus.adapters.episode_cache import EpisodeCache
@@ -123,6 +124,7 @@ def proxied_service(
         lambda: condenser,
         tracing,
         episodes=episodes,
+        records=DynamoRecordStore(table),
         llm_timeout_s=settings.llm_timeout_s,
     )
 

@@ -33,6 +33,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer, DataRecord
 
 from hippocampus.adapters.dynamodb_episodes import episode_sk
+from hippocampus.adapters.dynamodb_records import trim_order
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.api import openapi, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
@@ -73,16 +74,21 @@ from hippocampus.contracts.ports import (
 )
 from hippocampus.contracts.recall import Episode, IndexMessage
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
+from hippocampus.contracts.records import EpisodeForget, MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.condenser import Condenser
 from hippocampus.domain.condense.consolidation import ConsolidationService
 from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 from hippocampus.domain.condense.queued import QueuedItem
+from hippocampus.domain.condense.rebuild import SummaryRebuild
 from hippocampus.domain.condense.redrive import DeadLetterRedrive
+from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.ingest.service import IngestService
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.export import ExportService
+from hippocampus.domain.reads.forget_episode import EpisodeForgetter
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
 from hippocampus.domain.recall.indexing import Indexer
 from hippocampus.domain.recall.service import RecallService
@@ -162,6 +168,9 @@ class FakeJobStore:
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
         job = self.jobs.get(job_id)
         return job if job is not None and job.tenant_id == tenant_id else None
+
+    def raw_source(self, tenant_id: str, job_id: str) -> RawSource | None:
+        return self.sources.get(job_id) if self.get_job(tenant_id, job_id) else None
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
         self.batch_reads += 1
@@ -258,6 +267,8 @@ class FakeMemoryStore:
         # (tenant, user) → episode key → (episode, generation): in the user's partition, as in DynamoDB.
         self.episode_items: dict[tuple[str, str], dict[str, tuple[Episode, int]]] = {}
         self.vectors: dict[tuple[str, str], dict[str, Vector]] = {}
+        # (tenant, user) → record id → (record, generation).
+        self.record_items: dict[tuple[str, str], dict[str, tuple[MemoryRecord, int]]] = {}
 
     def _user(self, tenant_id: str, user_id: str) -> _User:
         return self.users.setdefault((tenant_id, user_id), _User())
@@ -279,16 +290,70 @@ class FakeMemoryStore:
             user = self._user(write.tenant_id, write.user_id)
             if (user.state.last_version, user.state.generation) != (write.expected_version, write.generation):
                 raise ConditionFailed("version or generation changed")
+            stored = self.record_items.setdefault((write.tenant_id, write.user_id), {})
+            for change in write.records:
+                held = stored.get(change.record.id)
+                if change.is_new == (held is not None) or (held is not None and not held[0].is_current):
+                    raise ConditionFailed("a record changed")
+            for change in write.records:
+                stored[change.record.id] = (change.record, write.generation)
             version = write.expected_version + 1
             count = user.state.episode_count + len(write.episodes)
             user.state = MemoryState(
                 write.memory, version, write.word_count, write.updated_at, write.generation, count
             )
+            if write.memory is None:  # no summary: as the table reads an item without one
+                user.state = MemoryState(
+                    generation=write.generation, episode_count=count, version_floor=version
+                )
             self._jobs.set_job_status(
                 write.tenant_id, write.completed_job_ids, "completed", memory_version=version
             )
             self._store_episodes(write.tenant_id, write.user_id, write.generation, write.episodes)
             self.writes += 1
+
+    # --- RecordStore: the records live in the user's partition too ---
+
+    def records(self, tenant_id: str, user_id: str, generation: int) -> list[MemoryRecord]:
+        stored = self.record_items.get((tenant_id, user_id), {})
+        return [record for _, (record, gen) in sorted(stored.items()) if gen == generation]
+
+    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> bool:
+        with self._jobs.lock:
+            stored = self.record_items.get((tenant_id, user_id), {})
+            held = stored.get(record_id)
+            if (
+                held is None
+                or held[1] != generation
+                or self.read_generation(tenant_id, user_id) != generation
+            ):
+                return False
+            del stored[record_id]
+            return True
+
+    def forget_episode(self, forget: EpisodeForget) -> None:
+        with self._jobs.lock:
+            if self.read_generation(forget.tenant_id, forget.user_id) != forget.generation:
+                raise ConditionFailed("the user was deleted")
+            stored = self.record_items.setdefault((forget.tenant_id, forget.user_id), {})
+            for rewrite in forget.rewritten_records:
+                held = stored.get(rewrite.before.id)
+                if held is None or held[0].invalidated_at != rewrite.before.invalidated_at:
+                    raise ConditionFailed("a record changed")
+            episodes = self.episode_items.get((forget.tenant_id, forget.user_id), {})
+            for episode in forget.episodes:
+                episodes.pop(_episode_key(episode.place), None)
+            for record in forget.deleted_records:
+                stored.pop(record.id, None)
+            for rewrite in forget.rewritten_records:
+                stored[rewrite.after.id] = (rewrite.after, forget.generation)
+
+    def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
+        records = self.records(tenant_id, user_id, generation)
+        excess = trim_order(records)[: max(0, len(records) - keep)]
+        for record in excess:
+            del self.record_items[(tenant_id, user_id)][record.id]
+        return len(excess)
 
     # --- EpisodeStore: the episodes live in the user's partition, like the memory and its facts ---
 
@@ -467,6 +532,8 @@ class FakeMemoryStore:
             user.counted_reads = set()
             stored = self.episode_items.get((tenant_id, user_id), {})
             self.episode_items[(tenant_id, user_id)] = {k: v for k, v in stored.items() if v[1] >= generation}
+            held = self.record_items.get((tenant_id, user_id), {})
+            self.record_items[(tenant_id, user_id)] = {k: v for k, v in held.items() if v[1] >= generation}
             return generation
 
 
@@ -497,6 +564,14 @@ class FakeArchive:
 
     def delete_raw(self, key: str) -> None:
         self.raw.pop(key, None)
+
+    def forget_raw_item(self, key: str, index: int) -> None:
+        items = self.raw.get(key, {}).get("items")
+        if not isinstance(items, list) or index >= len(items):
+            return
+        items[index] = None
+        if all(item is None for item in items):
+            self.delete_raw(key)
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         hook, self.before_history = self.before_history, None
@@ -618,7 +693,9 @@ class ScriptedModel:
         self.prompts: list[str] = []
         self.timeouts: list[float | None] = []
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         self.prompts.append(prompt)
         self.timeouts.append(timeout_s)
         if self._reply is not None:
@@ -714,6 +791,24 @@ class Ports:
     def lists(self) -> ListService:
         return ListService(self.store, self.store, self.tracing)
 
+    def forgetter(self) -> EpisodeForgetter:
+        rebuild = SummaryRebuild(
+            self.store, self.store, HistoryArchive(self.store, self.archive, self.tracing), 50
+        )
+        return EpisodeForgetter(
+            self.store,
+            self.store,
+            self.store,
+            self.jobs,
+            self.archive,
+            lambda: self.queue,
+            self.tracing,
+            rebuild,
+        )
+
+    def records(self) -> RecordService:
+        return RecordService(self.store, self.store, self.tracing)
+
     def recall(self) -> RecallService:
         return RecallService(self.store, lambda: self.embedder, self.tracing)
 
@@ -730,11 +825,17 @@ class Ports:
                     read_routes.read_service: self.reads,
                     read_routes.export_service: self.exports,
                     read_routes.list_service: self.lists,
+                    read_routes.record_service: self.records,
                 },
             ),
             "ingest": api_function(
                 [write_routes.router],
-                {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+                {
+                    write_routes.idempotent_ingest: lambda: ingest,
+                    write_routes.edit_service: lambda: edits,
+                    write_routes.record_service: self.records,
+                    write_routes.episode_forgetter: self.forgetter,
+                },
             ),
             "recall": api_function(
                 [recall_routes.router],
@@ -789,6 +890,7 @@ class Ports:
     ) -> ConsolidationService:
         condenser = Condenser(model, max_words)
         options.setdefault("episodes", self.store)
+        options.setdefault("records", self.store)
         return ConsolidationService(
             self.store, self.jobs, self.archive, lambda: condenser, self.tracing, **options
         )

@@ -7,6 +7,10 @@
         stub.script_body({"choices": []})  # the next reply is exactly this JSON body (a 200)
         stub.delay_s = 2.0       # slow answers, to exercise client timeouts
 
+A request with a JSON schema (structured outputs: `response_format` of type `json_schema`, as the
+condenser sends) gets its reply as `{"summary": reply, "operations": []}`, unless the reply is JSON
+already: tests script structured answers, with record operations, as JSON text.
+
 Embeddings are deterministic vectors of the requested `dimensions` (1536 without), deliberately not
 unit length, as some compatible servers answer (`OpenAIStub.embedding_vector`). They are recorded
 (`embedding_requests`), failed (`fail_embeddings_with`) and delayed (`embedding_delay_s`) apart from
@@ -52,6 +56,15 @@ class StubRequest:
         """The texts of an embeddings request."""
         value = self.body.get("input", [])
         return [value] if isinstance(value, str) else list(value)
+
+
+def structured(body: dict[str, Any], text: str) -> str:
+    """A plain reply as the structured answer a request with a JSON schema (`response_format`) gets:
+    `{"summary": reply, "operations": []}`; a reply that is JSON already is sent as it is."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") != "json_schema" or text.lstrip().startswith("{"):
+        return text
+    return json.dumps({"summary": text, "operations": []})
 
 
 def _words(text: str) -> int:
@@ -251,6 +264,7 @@ class OpenAIStub:
         }
 
     def _completion(self, body: dict[str, Any], text: str, number: int) -> dict[str, Any]:
+        text = structured(body, text)
         prompt_words = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
         return {
             "id": f"chatcmpl-stub-{number}",

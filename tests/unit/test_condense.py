@@ -43,7 +43,9 @@ class ScriptedLlm:
         self.answers = list(answers) or [""]
         self.calls: list[tuple[str, str]] = []
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         self.calls.append((system, prompt))
         text = self.answers[min(len(self.calls), len(self.answers)) - 1]
         return LlmResult(text, prompt_tokens=10, completion_tokens=count_words(text))
@@ -52,7 +54,9 @@ class ScriptedLlm:
 class FailingLlm:
     name = "broken"
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         raise TimeoutError("LLM timed out")
 
 

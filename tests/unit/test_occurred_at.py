@@ -28,7 +28,9 @@ class RecordingModel:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         self.prompts.append(prompt)
         return LlmResult("Lives in Berlin.", 10, 3)
 

@@ -39,6 +39,9 @@ OPERATIONS = {
     ("GET", routes.JOB_PATH): ("getJob", 200),
     ("GET", routes.FACTS_PATH): ("listFacts", 200),
     ("GET", routes.EPISODES_PATH): ("listEpisodes", 200),
+    ("GET", routes.RECORDS_PATH): ("listRecords", 200),
+    ("DELETE", routes.RECORD_PATH): ("deleteRecord", 204),
+    ("DELETE", routes.EPISODE_PATH): ("forgetEpisode", 202),
     ("POST", routes.QUERY_PATH): ("queryMemory", 200),
     ("POST", routes.CONTEXT_PATH): ("getContext", 200),
 }

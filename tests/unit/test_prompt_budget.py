@@ -19,7 +19,9 @@ class ContextLimitedModel:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self, system: str, prompt: str, timeout_s: float | None = None, schema: object = None
+    ) -> LlmResult:
         if len(prompt) > BUDGET:
             raise ValueError(f"context_length_exceeded: {len(prompt)} characters")
         self.prompts.append(prompt)

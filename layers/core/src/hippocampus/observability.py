@@ -48,6 +48,10 @@ class MetricName(StrEnum):
     INDEXING_FAILED = "IndexingFailed"
     QUERIES = "Queries"
     QUERY_EMBEDDING_FAILED = "QueryEmbeddingFailed"
+    RECORD_OPERATIONS_APPLIED = "RecordOperationsApplied"
+    RECORD_OPERATIONS_DROPPED = "RecordOperationsDropped"
+    ANSWER_SCHEMA_RETRIES = "AnswerSchemaRetries"
+    RECORDS_TRIMMED = "RecordsTrimmed"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

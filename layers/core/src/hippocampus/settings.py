@@ -40,6 +40,7 @@ from hippocampus.contracts.names import (
     default_model,
     max_llm_timeout_s,
 )
+from hippocampus.contracts.records import DEFAULT_MAX_RECORDS
 
 ENV_PREFIX = "MEMORY_"
 
@@ -76,6 +77,8 @@ class Settings(BaseModel):
     embedding_dimensions: int = Field(DEFAULT_EMBEDDING_DIMENSIONS, ge=64, le=1536)
     # The newest condensed turns kept per user for recall (domain/condense/episodes.py).
     max_episodes: int = Field(2_000, ge=1, le=10_000)
+    # Records kept per user (contracts/records.py): past it, the oldest invalidated go first.
+    max_records: int = Field(DEFAULT_MAX_RECORDS, ge=10, le=10_000)
 
     # Retention.
     ttl_days: int | None = Field(None, ge=1)

@@ -14,6 +14,7 @@ from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
 from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+from hippocampus.adapters.dynamodb_records import DynamoRecordStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.tracing import make_tracing
@@ -23,6 +24,7 @@ from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
 from hippocampus.settings import get_settings
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from hippocampus.domain.condense.redrive import DeadLetterRedrive
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.reads.edits import EditService
+    from hippocampus.domain.reads.forget_episode import EpisodeForgetter
     from hippocampus.domain.recall.indexing import Indexer
     from hippocampus.domain.recall.service import RecallService
 
@@ -79,6 +82,11 @@ def episode_store() -> DynamoEpisodeStore:
 
 
 @once
+def record_store() -> DynamoRecordStore:
+    return DynamoRecordStore(_table())
+
+
+@once
 def archive() -> S3Archive:
     return S3Archive(get_settings().require("bucket_name"), lambda: aws_clients.client("s3"))
 
@@ -97,6 +105,11 @@ def read_service() -> ReadService:
 @once
 def export_service() -> ExportService:
     return ExportService(memory_store(), job_store(), archive(), _read_tracing(), episode_store())
+
+
+@once
+def record_service() -> RecordService:
+    return RecordService(memory_store(), record_store(), _read_tracing())
 
 
 @once
@@ -177,6 +190,20 @@ def edit_service() -> "EditService":
     return EditService(memory_store(), job_store(), archive(), _tracing(), settings.max_words)
 
 
+@once
+def episode_forgetter() -> "EpisodeForgetter":
+    from hippocampus.domain.condense.rebuild import SummaryRebuild
+    from hippocampus.domain.history import HistoryArchive
+    from hippocampus.domain.reads.forget_episode import EpisodeForgetter
+
+    tracing = _tracing()
+    history = HistoryArchive(memory_store(), archive(), tracing)
+    rebuild = SummaryRebuild(memory_store(), record_store(), history, get_settings().max_words)
+    return EpisodeForgetter(
+        memory_store(), episode_store(), record_store(), job_store(), archive(), job_queue, tracing, rebuild
+    )
+
+
 def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
     """The condenser's service, condensing with the model `model` gives (built on first use)."""
     from hippocampus.domain.condense.condenser import Condenser
@@ -200,6 +227,8 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         condenser,
         tracing,
         episodes=episode_store(),
+        records=record_store(),
+        max_records=settings.max_records,
         max_episodes=settings.max_episodes,
         llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
         prompt_max_chars=settings.prompt_max_chars,
@@ -226,6 +255,7 @@ def get_memory_handler() -> LambdaHandler:
             read_routes.read_service: read_service,
             read_routes.export_service: export_service,
             read_routes.list_service: list_service,
+            read_routes.record_service: record_service,
         },
     )
 
@@ -237,7 +267,12 @@ def ingest_handler() -> LambdaHandler:
     get_settings().require("queue_url")
     return api_function(
         [write_routes.router],
-        {write_routes.idempotent_ingest: idempotent_ingest, write_routes.edit_service: edit_service},
+        {
+            write_routes.idempotent_ingest: idempotent_ingest,
+            write_routes.edit_service: edit_service,
+            write_routes.record_service: record_service,
+            write_routes.episode_forgetter: episode_forgetter,
+        },
     )
 
 

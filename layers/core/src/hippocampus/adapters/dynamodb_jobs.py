@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_index import OPEN_JOBS_WALK, open_message, queue_order, ref_job_id
-from hippocampus.adapters.dynamodb_items import decoded_all, generation_of, is_expired
+from hippocampus.adapters.dynamodb_items import decoded, decoded_all, generation_of, is_expired
 from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
@@ -84,6 +84,18 @@ class DynamoJobStore:
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None:
         return read_job(self._table, tenant_id, job_id)
+
+    def raw_source(self, tenant_id: str, job_id: str) -> RawSource | None:
+        response = self._table.client().get_item(
+            TableName=self._table.name,
+            Key=key(job_pk(tenant_id, job_id), JOB_SK),
+            ConsistentRead=True,
+            ProjectionExpression="raw_key, raw_index",
+        )
+        item = decoded(response["Item"]) if "Item" in response else {}
+        if "raw_key" not in item:
+            return None
+        return RawSource(item["raw_key"], item["raw_index"])
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
         return read_jobs(self._table, tenant_id, job_ids)

@@ -18,6 +18,7 @@ from hippocampus.adapters.dynamodb_items import (
     with_prefix,
 )
 from hippocampus.adapters.dynamodb_jobs import job_update
+from hippocampus.adapters.dynamodb_records import record_put
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
@@ -29,6 +30,7 @@ from hippocampus.adapters.dynamodb_table import (
     FACT_SIZE,
     FACTS_SETTLING_UNTIL,
     MEMORY_SK,
+    RECORD_PREFIX,
     Table,
     iso,
     key,
@@ -61,8 +63,9 @@ class DynamoMemoryStore:
 
     def memory_and_fact_items(self, pk: str) -> tuple[MemoryState, list[Item]]:
         """The memory's state and its current facts as stored (recall also reads their vectors),
-        in one Query: `FACT#…` and `MEMORY` sort after `EPISODE#…`, so it never touches the episodes."""
-        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
+        in one Query from `FACT#…` to `MEMORY`: it never touches the episodes (before) nor the
+        records (after)."""
+        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX, sk_to=MEMORY_SK))
         state = self.memory_state(next((item for item in items if item[SK] == MEMORY_SK), None))
         return state, self._current_facts(items, state.generation)
 
@@ -80,20 +83,22 @@ class DynamoMemoryStore:
             ":expected": write.expected_version,
             ":gen": write.generation,
             ":new": write.expected_version + 1,
-            ":memory": write.memory,
             ":words": write.word_count,
             ":at": iso(write.updated_at),
             ":jobs": list(write.completed_job_ids),
         }
-        update = (
-            "SET #v = :new, #g = :gen, #m = :memory, word_count = :words, updated_at = :at, job_ids = :jobs"
-        )
+        update = "SET #v = :new, #g = :gen, word_count = :words, updated_at = :at, job_ids = :jobs"
+        if write.memory is not None:
+            update += ", #m = :memory"
+            plain[":memory"] = write.memory
         if self._memory_ttl_s:
             update += f", {TTL} = :ttl"
             plain[":ttl"] = self._table.epoch() + self._memory_ttl_s
         if write.episodes:  # counted, so the condenser trims only a user over the cap
             update += f" ADD {EPISODE_COUNT} :episodes"
             plain[":episodes"] = len(write.episodes)
+        if write.memory is None:  # a summary rebuilt from no records: none, as for a new user
+            update += " REMOVE #m"
         # On the version counter as read: a delete keeps it, and so does an expired memory DynamoDB
         # has not removed yet, so the next version is always one no earlier read has seen.
         condition = "(#v = :expected AND #g = :gen)"
@@ -125,7 +130,9 @@ class DynamoMemoryStore:
             )
             for episode in write.episodes
         ]
-        self._table.transact([memory_update, *ledger, *episodes])
+        place = (self._table, write.tenant_id, write.user_id, write.generation)
+        records = [record_put(*place, change, self._memory_ttl_s) for change in write.records]
+        self._table.transact([memory_update, *ledger, *episodes, *records])
 
     # --- facts: counted on the memory item, written without a lock (docs/architecture.md "Fact limits")
 
@@ -180,7 +187,8 @@ class DynamoMemoryStore:
         older = [
             key(item[PK], item[SK])
             for item in decoded_all(self._table.query_partition(pk, projection="pk, sk, #g"))
-            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX)) and generation_of(item) < generation
+            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX))
+            and generation_of(item) < generation
         ]
         self._table.batch_delete(older)
         return generation

@@ -3,7 +3,8 @@
 Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `MEMORY`       summary, version, generation (bumped by a delete)
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
-- `T#<tenant>#U#<user>` / `EPISODE#<ms>#<job>` one condensed turn (recall), by acceptance time
+- `T#<tenant>#U#<user>` / `EPISODE#<ms>#…#<job>` one condensed turn (recall), by when it happened
+- `T#<tenant>#U#<user>` / `RECORD#<id>`  one record (ids sort by when they were recorded)
 - `T#<tenant>#U#<user>#I` / `JOB#<ms>#<job>` the user's index: one reference per job, by creation
 - `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
@@ -29,6 +30,8 @@ from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
 EPISODE_PREFIX: Final = "EPISODE#"
+# After `MEMORY`: a memory read (FACT# up to MEMORY) never touches them.
+RECORD_PREFIX: Final = "RECORD#"
 # On the memory item: episodes written since the last trim (adapters/dynamodb_episodes.py).
 EPISODE_COUNT: Final = "episode_count"
 JOB_SK: Final = "JOB"
@@ -178,8 +181,10 @@ class Table:
         projection: str | None = None,
         sk_prefix: str | None = None,
         sk_from: str | None = None,
+        sk_to: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """The partition's items (under `sk_prefix`, from the sort key `sk_from` on, or both), paged."""
+        """The partition's items (under `sk_prefix`, from the sort key `sk_from` on (up to `sk_to`),
+        or both), paged."""
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk",
@@ -194,6 +199,10 @@ class Table:
         elif sk_prefix:
             kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
             kwargs["ExpressionAttributeValues"][":prefix"] = {"S": sk_prefix}
+        elif sk_from and sk_to:
+            kwargs["KeyConditionExpression"] += " AND sk BETWEEN :from AND :to"
+            kwargs["ExpressionAttributeValues"][":from"] = {"S": sk_from}
+            kwargs["ExpressionAttributeValues"][":to"] = {"S": sk_to}
         elif sk_from:
             kwargs["KeyConditionExpression"] += " AND sk >= :from"
             kwargs["ExpressionAttributeValues"][":from"] = {"S": sk_from}

@@ -71,6 +71,17 @@ class S3Archive:
     def delete_raw(self, key: str) -> None:
         self._client().delete_object(Bucket=self._bucket, Key=key)
 
+    def forget_raw_item(self, key: str, index: int) -> None:
+        payload = self._get_json(key)
+        items = payload.get("items") if payload else None
+        if not isinstance(items, list) or index >= len(items):
+            return
+        items[index] = None  # the others keep their places: their messages point at them
+        if any(item is not None for item in items):
+            self._put_json(key, {**payload, "items": items})  # type: ignore[dict-item]
+        else:
+            self.delete_raw(key)
+
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         self._put_json(
             _history_key(tenant_id, user_id, generation, entry.version), entry.model_dump(mode="json")

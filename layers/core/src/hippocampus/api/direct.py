@@ -136,9 +136,12 @@ def _route(routes: Mapping[str, Route], action: Any) -> Route:
 
 
 def _text(param: ModelField, value: Any, kind: str, errors: list[JSON]) -> str | None:
-    """A parameter's value as a request spells it: a string, or the digits of an integer parameter.
+    """A parameter's value as a request spells it: a string, the digits of an integer parameter, or
+    `true`/`false` of a boolean one.
 
     No other type is converted (docs/api.md "Limits"): `"5"` is not a `limit`, `5` is not an id."""
+    if _bare(param.type_) is bool and isinstance(value, bool):
+        return "true" if value else "false"
     wants_integer = _bare(param.type_) is int
     if value is None:
         if kind == "path":

@@ -116,6 +116,20 @@ HISTORY: Final = responses({200: success("Past versions of the summary, newest f
 EXPORT: Final = responses({200: success("Everything stored about the user, one page")}, {422: _CURSOR})
 FACTS: Final = responses({200: success("One page of the user's facts, newest first")}, {422: _CURSOR})
 EPISODES: Final = responses({200: success("One page of the user's episodes, newest first")}, {422: _CURSOR})
+RECORDS: Final = responses(
+    {200: success("One page of the user's records, newest first")},
+    {422: _CURSOR + "; or `as_of` / `known_at` not RFC 3339 with an offset"},
+)
+DELETE_RECORD: Final = responses(
+    {204: no_body("The record is deleted")}, {404: REQUEST_ERRORS[404] + "; or the user has no such record"}
+)
+FORGET_EPISODE: Final = responses(
+    {202: success("Forgotten: the episode and what it alone taught; the job rebuilds the summary")},
+    {
+        404: REQUEST_ERRORS[404] + "; or the user has no such episode",
+        409: "`write_conflict`: the user's records kept changing under the request: send again",
+    },
+)
 JOB: Final = responses(
     {200: success("The job")},
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},

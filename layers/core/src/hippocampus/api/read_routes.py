@@ -10,11 +10,15 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.params import (
+    AsOf,
     ExportCursor,
     HistoryLimit,
+    IncludeInvalidated,
     JobId,
+    KnownAt,
     ListCursor,
     ListLimit,
+    RecordLimit,
     TenantId,
     UserId,
 )
@@ -28,6 +32,7 @@ from hippocampus.contracts.models import (
     MemoryBody,
 )
 from hippocampus.contracts.recall import DEFAULT_LIST_LIMIT, EpisodeList, FactList
+from hippocampus.contracts.records import DEFAULT_RECORD_LIST_LIMIT, RecordList
 from hippocampus.contracts.routes import (
     EPISODES_PATH,
     EXPORT_PATH,
@@ -36,10 +41,12 @@ from hippocampus.contracts.routes import (
     HISTORY_PATH,
     JOB_PATH,
     MEMORY_PATH,
+    RECORDS_PATH,
     powertools_path,
 )
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.records import RecordQuery, RecordService
 from hippocampus.domain.reads.service import ReadService
 
 router = APIGatewayRouter()
@@ -57,7 +64,12 @@ def list_service() -> ListService:
     unwired("list_service")
 
 
+def record_service() -> RecordService:
+    unwired("record_service")
+
+
 Reads = Annotated[ReadService, Depends(read_service)]
+Records = Annotated[RecordService, Depends(record_service)]
 Lists = Annotated[ListService, Depends(list_service)]
 Exports = Annotated[ExportService, Depends(export_service)]
 IfNoneMatch = Annotated[
@@ -143,6 +155,27 @@ def list_episodes(
     cursor: ListCursor = None,
 ) -> EpisodeList:
     return lists.list_episodes(tenant_id, user_id, limit, cursor)
+
+
+@router.get(
+    powertools_path(RECORDS_PATH),
+    summary="The user's records, newest first",
+    operation_id="listRecords",
+    tags=["memory"],
+    responses=documented.RECORDS,
+)
+def list_records(
+    tenant_id: TenantId,
+    user_id: UserId,
+    records: Records,
+    limit: RecordLimit = DEFAULT_RECORD_LIST_LIMIT,
+    cursor: ListCursor = None,
+    as_of: AsOf = None,
+    known_at: KnownAt = None,
+    include_invalidated: IncludeInvalidated = False,
+) -> RecordList:
+    query = RecordQuery(limit, cursor, as_of, known_at, include_invalidated)
+    return records.list_records(tenant_id, user_id, query)
 
 
 @router.get(

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.idempotency import IdempotentIngest
-from hippocampus.api.params import FactId, IdempotencyKey, IfMatch, TenantId, UserId
+from hippocampus.api.params import EpisodeId, FactId, IdempotencyKey, IfMatch, RecordId, TenantId, UserId
 from hippocampus.api.responses import memory_response, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
@@ -19,8 +19,10 @@ from hippocampus.contracts.models import (
     MemoryBody,
     PutMemoryRequest,
 )
-from hippocampus.contracts.routes import FACT_PATH, MEMORY_PATH, powertools_path
+from hippocampus.contracts.routes import EPISODE_PATH, FACT_PATH, MEMORY_PATH, RECORD_PATH, powertools_path
 from hippocampus.domain.reads.edits import EditService
+from hippocampus.domain.reads.forget_episode import EpisodeForgetter
+from hippocampus.domain.reads.records import RecordService
 
 router = APIGatewayRouter()
 
@@ -33,7 +35,17 @@ def edit_service() -> EditService:
     unwired("edit_service")
 
 
+def record_service() -> RecordService:
+    unwired("record_service")
+
+
+def episode_forgetter() -> EpisodeForgetter:
+    unwired("episode_forgetter")
+
+
 Edits = Annotated[EditService, Depends(edit_service)]
+Forgetter = Annotated[EpisodeForgetter, Depends(episode_forgetter)]
+Records = Annotated[RecordService, Depends(record_service)]
 
 
 def expected_version(body_version: int | None, if_match: str | None) -> int | None:
@@ -109,3 +121,31 @@ def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Respons
 def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
     edits.delete_fact(tenant_id, user_id, fact_id)
     return Response(status_code=204)
+
+
+@router.delete(
+    powertools_path(RECORD_PATH),
+    summary="Delete one record",
+    operation_id="deleteRecord",
+    tags=["memory"],
+    responses=documented.DELETE_RECORD,
+)
+def delete_record(
+    tenant_id: TenantId, user_id: UserId, record_id: RecordId, records: Records
+) -> Response[None]:
+    records.delete_record(tenant_id, user_id, record_id)
+    return Response(status_code=204)
+
+
+@router.delete(
+    powertools_path(EPISODE_PATH),
+    summary="Forget one episode and what it alone taught",
+    operation_id="forgetEpisode",
+    tags=["memory"],
+    responses=documented.FORGET_EPISODE,
+)
+def forget_episode(
+    tenant_id: TenantId, user_id: UserId, episode_id: EpisodeId, forgetter: Forgetter
+) -> Response[JobsResponse]:
+    jobs = forgetter.forget(tenant_id, user_id, episode_id)
+    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=jobs)

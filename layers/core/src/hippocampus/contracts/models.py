@@ -294,8 +294,14 @@ class ErrorEnvelope(Record):
 
 
 class CondenseMessage(Record):
-    """Body of one SQS message: a pointer to one accepted item, never its content."""
+    """Body of one SQS message: a pointer to one accepted item, never its content; or (`kind`
+    `rebuild`) the rebuild of the summary from the records after an episode was forgotten, in the
+    user's message group like the items (its `item_id` the episode's, no payload)."""
 
+    # Left out of a dump while `condense`: the messages of the items read as they always were.
+    kind: Literal["condense", "rebuild"] = Field(
+        default="condense", exclude_if=lambda value: value == "condense"
+    )
     job_id: str
     tenant_id: str
     user_id: str

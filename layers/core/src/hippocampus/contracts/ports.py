@@ -21,6 +21,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.recall import Episode
+from hippocampus.contracts.records import RecordWrite
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class JobStore(Protocol):
         ...
 
     def get_job(self, tenant_id: str, job_id: str) -> Job | None: ...
+
+    def raw_source(self, tenant_id: str, job_id: str) -> RawSource | None:
+        """Where the job's turn was archived (None: a fact's job, or a job created without it)."""
+        ...
 
     def get_jobs(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id, in one batch read."""
@@ -120,12 +125,14 @@ class MemoryWrite:
     user_id: str
     expected_version: int
     generation: int
-    memory: str
+    memory: str | None  # None: the summary is removed (rebuilt from no records at all)
     word_count: int
     updated_at: datetime
     completed_job_ids: Sequence[str] = field(default_factory=tuple)
     # The condensed turns of this version, kept for recall: written in the same transaction.
     episodes: Sequence[Episode] = field(default_factory=tuple)
+    # The records this version adds or invalidates: in the same transaction too.
+    records: Sequence[RecordWrite] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -140,11 +147,19 @@ class LanguageModel(Protocol):
 
     name: str
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        timeout_s: float | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
         """One chat completion, its retry included; raises on failure or timeout.
 
         With `timeout_s`, the whole call returns or raises within it: no attempt is started that
-        could not end in time (None: the provider's own timeout for each attempt).
+        could not end in time (None: the provider's own timeout for each attempt). With `schema` (a
+        JSON schema), the answer's text is a JSON object following it, as far as the provider can
+        hold the model to one (OpenAI structured outputs, Bedrock tool use).
         """
         ...
 
@@ -243,6 +258,11 @@ class ArchiveStore(Protocol):
         ...
 
     def delete_raw(self, key: str) -> None: ...
+
+    def forget_raw_item(self, key: str, index: int) -> None:
+        """Blank the item at `index` of the payload (the others keep their places); the payload
+        goes when nothing is left in it."""
+        ...
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None: ...
 

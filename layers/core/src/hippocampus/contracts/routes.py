@@ -22,6 +22,9 @@ JOB_PATH: Final = TENANT_PREFIX + "/jobs/{job_id}"
 FACT_PATH: Final = MEMORY_PATH + "/facts/{fact_id}"
 FACTS_PATH: Final = MEMORY_PATH + "/facts"
 EPISODES_PATH: Final = MEMORY_PATH + "/episodes"
+EPISODE_PATH: Final = EPISODES_PATH + "/{episode_id}"
+RECORDS_PATH: Final = MEMORY_PATH + "/records"
+RECORD_PATH: Final = RECORDS_PATH + "/{record_id}"
 QUERY_PATH: Final = MEMORY_PATH + "/query"
 CONTEXT_PATH: Final = MEMORY_PATH + "/context"
 
@@ -42,12 +45,15 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", JOB_PATH, "get_memory"),
     Route("GET", FACTS_PATH, "get_memory"),
     Route("GET", EPISODES_PATH, "get_memory"),
+    Route("GET", RECORDS_PATH, "get_memory"),
     Route("POST", QUERY_PATH, "recall"),
     Route("POST", CONTEXT_PATH, "recall"),
     Route("POST", MEMORY_PATH, "ingest"),
     Route("PUT", MEMORY_PATH, "ingest"),
     Route("DELETE", MEMORY_PATH, "ingest"),
     Route("DELETE", FACT_PATH, "ingest"),
+    Route("DELETE", RECORD_PATH, "ingest"),
+    Route("DELETE", EPISODE_PATH, "ingest"),
 )
 
 

@@ -1,5 +1,8 @@
-"""Amazon Bedrock through the Converse API (IAM auth, no API key)."""
+"""Amazon Bedrock through the Converse API (IAM auth, no API key); a structured answer through
+tool use: the schema is the input schema of the one tool the model is made to call."""
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from hippocampus.adapters.llm.attempts import call_in_time
@@ -10,6 +13,7 @@ TEMPERATURE = 0.1
 # The first call and one retry, made by `call_in_time` (SQS redelivery is the outer retry): botocore
 # makes a single attempt, since it has no per-call timeout to keep a retry within the time left.
 RETRIES = 1
+TOOL_NAME = "record_answer"
 
 
 class BedrockChat:
@@ -24,7 +28,22 @@ class BedrockChat:
         """The `bedrock-runtime` client, created once on first use (tests pass a stubbed one)."""
         return self._client()
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        timeout_s: float | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
+        extra: dict[str, Any] = {}
+        if schema is not None:
+            tool = {
+                "name": TOOL_NAME,
+                "description": "Record the answer.",
+                "inputSchema": {"json": dict(schema)},
+            }
+            extra["toolConfig"] = {"tools": [{"toolSpec": tool}], "toolChoice": {"tool": {"name": TOOL_NAME}}}
+
         def attempt(_seconds: float) -> Any:
             # The client's read timeout bounds the attempt: botocore cannot shorten one call.
             return self.client().converse(
@@ -32,6 +51,7 @@ class BedrockChat:
                 system=[{"text": system}],
                 messages=[{"role": "user", "content": [{"text": prompt}]}],
                 inferenceConfig={"temperature": TEMPERATURE},
+                **extra,
             )
 
         # An attempt is only started when a whole client timeout still fits in `timeout_s`.
@@ -45,8 +65,13 @@ class BedrockChat:
         )
         blocks = response.get("output", {}).get("message", {}).get("content", [])
         usage = response.get("usage", {})
+        # The tool's input is the structured answer; a model that answered in text is read as text.
+        tool_inputs = [block["toolUse"].get("input") for block in blocks if "toolUse" in block]
+        text = (
+            json.dumps(tool_inputs[0]) if tool_inputs else "".join(block.get("text", "") for block in blocks)
+        )
         return LlmResult(
-            text="".join(block.get("text", "") for block in blocks),
+            text=text,
             prompt_tokens=int(usage.get("inputTokens", 0)),
             completion_tokens=int(usage.get("outputTokens", 0)),
         )

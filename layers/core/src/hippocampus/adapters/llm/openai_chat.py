@@ -4,7 +4,7 @@ The SDK costs ~0.4 s to import, so it is loaded on the first call, never at modu
 condenser pays for it, and only when it actually condenses.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hippocampus.adapters.llm.attempts import call_in_time
@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 TEMPERATURE = 0.1
+# The name OpenAI's structured outputs give the schema of an answer.
+SCHEMA_NAME = "structured_answer"
 MAX_RETRIES = 1  # SQS redelivery is the outer retry
 # An attempt can be shortened to fit the time left, but not below this: it could hardly succeed.
 MIN_ATTEMPT_S = 1.0
@@ -72,13 +74,28 @@ class OpenAIChat:
         """Created once, on first use, and reused (connection pooling across invocations)."""
         return self._client()
 
-    def complete(self, system: str, prompt: str, timeout_s: float | None = None) -> LlmResult:
+    def complete(
+        self,
+        system: str,
+        prompt: str,
+        timeout_s: float | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
+        # Structured outputs in strict mode: the model's answer follows the schema.
+        extra: dict[str, Any] = {}
+        if schema is not None:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": dict(schema), "strict": True},
+            }
+
         def attempt(seconds: float) -> Any:
             return self.client().chat.completions.create(
                 model=self.model,
                 temperature=TEMPERATURE,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
                 timeout=seconds,
+                **extra,
             )
 
         response = call_in_time(

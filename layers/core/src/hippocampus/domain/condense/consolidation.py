@@ -10,6 +10,7 @@ leaves for the DLQ is left `queued` or `processing` (docs/architecture.md "The c
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
@@ -29,7 +30,9 @@ from hippocampus.contracts.ports import (
     MemoryWrite,
     Tracing,
 )
+from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.recall import Episode
+from hippocampus.contracts.records import DEFAULT_MAX_RECORDS, MemoryRecord, RecordOperation, RecordStore
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.condenser import Condenser
 from hippocampus.domain.condense.deadline import (
@@ -43,10 +46,22 @@ from hippocampus.domain.condense.live_items import ItemContents
 from hippocampus.domain.condense.prompt import CondenseInput
 from hippocampus.domain.condense.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.condense.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
+from hippocampus.domain.condense.rebuild import SummaryRebuild
+from hippocampus.domain.condense.record_ops import (
+    Burst,
+    RecordChanges,
+    SourceItem,
+    apply_operations,
+    current_records,
+    records_for_prompt,
+)
+from hippocampus.domain.condense.record_summary import summary_from_records
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.observability import MetricName, logger, record_metric, record_tenant_usage
 
 WRITE_ATTEMPTS = 3
+# DynamoDB's TransactWriteItems takes at most 100 writes: the memory, each job, each episode, records.
+TRANSACTION_MAX_ITEMS = 100
 
 
 class CondensationFailed(ServiceError):
@@ -55,6 +70,18 @@ class CondensationFailed(ServiceError):
 
 class Deferred(Exception):
     """Not enough time left in this invocation for one more user: SQS delivers the records again."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One conditional write being prepared: the items of the chunk, their prompt inputs and
+    episodes, and the memory and records as read."""
+
+    pending: list[QueuedItem]
+    inputs: list[CondenseInput]
+    episodes: list[Episode]
+    state: MemoryState
+    records: list[MemoryRecord]
 
 
 @dataclass(frozen=True)
@@ -77,6 +104,8 @@ class ConsolidationService:
         tracing: Tracing,
         *,
         episodes: EpisodeStore,
+        records: RecordStore,
+        max_records: int = DEFAULT_MAX_RECORDS,
         clock: Clock = utc_now,
         max_receive_count: int = DLQ_MAX_RECEIVE_COUNT,
         llm_timeout_s: float = 0.0,
@@ -88,6 +117,8 @@ class ConsolidationService:
         self._prompt_max_chars = prompt_max_chars
         self._contents = ItemContents(jobs, archive, tracing)
         self._episodes = episodes
+        self._records = records
+        self._max_records = max_records
         self._max_episodes = max_episodes
         self._burst = BurstWait(burst_window_s, clock, sleep) if burst_window_s > 0 else None
         self._store = store
@@ -177,7 +208,7 @@ class ConsolidationService:
                 pending = self._unapplied(items)
                 pending += gathered(self._jobs, pending, self._burst, self._may_wait_s(deadline))
                 try:
-                    return self._condense(pending, deadline)
+                    return self._in_order(pending, deadline)
                 except Exception as error:
                     self._report_failure(pending, error)
                     raise
@@ -209,12 +240,43 @@ class ConsolidationService:
             pending.append(item)
         return pending
 
+    def _in_order(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
+        """The turns condensed, and each rebuild of the summary (after an episode was forgotten)
+        done, in the user's order; the generation of the last write (None: nothing written)."""
+        written: int | None = None
+        turns: list[QueuedItem] = []
+        for item in [*pending, None]:
+            if item is not None and item.message.kind == "condense":
+                turns.append(item)
+                continue
+            for done in (self._condense(turns, deadline) if turns else None, self._rebuild(item)):
+                written = done if done is not None else written
+            turns = []
+        return written
+
+    def _rebuild(self, item: QueuedItem | None) -> int | None:
+        """The summary made of the records left (domain/condense/rebuild.py); the job `skipped` when
+        the user was forgotten since."""
+        if item is None:
+            return None
+        message = item.message
+        rebuild = SummaryRebuild(
+            self._store, self._records, self._history, self._condenser().max_words, self._clock
+        )
+        with self._tracing.span("condense.rebuild", tenant_id=message.tenant_id, job_id=message.job_id):
+            if rebuild.rebuild(message.tenant_id, message.user_id, message.generation, message.job_id):
+                return message.generation
+        self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
+        record_metric(MetricName.JOBS_SKIPPED)
+        return None
+
     def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
         lost = 0  # conditional writes lost in a row
         written: int | None = None  # the generation of the last write that won
         while pending:
             tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
             state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
+            records = self._records.records(tenant_id, user_id, state.generation)
             live = self._contents.live(pending, state)
             if not live:
                 break
@@ -234,10 +296,12 @@ class ConsolidationService:
             # Checked before `processing`, so a job is never marked so with no time left to finish.
             require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
-            if self._apply(chunk, inputs, episodes[:count], state, deadline):
+            if self._apply(Attempt(chunk, inputs, episodes[:count], state, records), deadline):
                 pending, lost, written = pending[count:], 0, state.generation
                 if state.episode_count + count > self._max_episodes:
                     self._trim_episodes(tenant_id, user_id)
+                if len(records) + 2 * len(chunk) > self._max_records:
+                    self._trim_records(tenant_id, user_id, state.generation)
                 continue
             lost += 1
             if lost >= WRITE_ATTEMPTS:
@@ -247,33 +311,38 @@ class ConsolidationService:
             pending = self._unapplied(pending)
         return written
 
-    def _apply(
-        self,
-        pending: list[QueuedItem],
-        inputs: list[CondenseInput],
-        episodes: list[Episode],
-        state: MemoryState,
-        deadline: Deadline | None,
-    ) -> bool:
+    def _apply(self, attempt: Attempt, deadline: Deadline | None) -> bool:
         """One LLM call, one conditional write; False when another writer got there first."""
+        pending, state = attempt.pending, attempt.state
         tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
         job_ids = [item.message.job_id for item in pending]
+        current = current_records(attempt.records)
         started = time.perf_counter()
         with self._tracing.span("llm.condense", tenant_id=tenant_id, job_id=job_ids[0]):
-            outcome = self._condenser().condense(state.memory, inputs, deadline)
+            outcome = self._condenser().condense(
+                state.memory, attempt.inputs, deadline, records_for_prompt(current, attempt.inputs)
+            )
         record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
         record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
         record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
         record_tenant_usage(tenant_id, outcome.llm_calls, outcome.prompt_tokens, outcome.completion_tokens)
         if outcome.budget_cut:
             record_metric(MetricName.BUDGET_CUTS)
+        if outcome.schema_retried:
+            record_metric(MetricName.ANSWER_SCHEMA_RETRIES)
         now = self._clock()
+        changes = self._record_changes(attempt, current, outcome.operations, now)
         memory = outcome.memory
-        if not outcome.changed or memory is None:
+        if memory is None and changes.changed:
+            # Records learned with no summary written: the summary is made of them.
+            memory = summary_from_records(_after(current, changes), self._condenser().max_words)
+        if (not outcome.changed and not changes.changed) or memory is None:
             # Nothing worth keeping: the current version stays; the turns become episodes and their
             # jobs `completed` in one transaction (a delete since wins: they are condensed again).
             try:
-                self._episodes.put_episodes(tenant_id, user_id, state.generation, episodes, state.version)
+                self._episodes.put_episodes(
+                    tenant_id, user_id, state.generation, attempt.episodes, state.version
+                )
             except ConditionFailed:
                 return False
             record_metric(MetricName.CONDENSATIONS_OK)
@@ -284,28 +353,66 @@ class ConsolidationService:
             state.last_version,
             state.generation,
             memory,
-            outcome.word_count,
+            count_words(memory),
             now,
             job_ids,
-            episodes,
+            attempt.episodes,
+            [*changes.writes],
         )
         try:
             with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id, job_id=job_ids[0]):
                 self._store.write_memory(write)
         except ConditionFailed:
             return False
+        record_metric(MetricName.RECORD_OPERATIONS_APPLIED, changes.applied)
         entry = HistoryVersion(
             version=write.expected_version + 1,
             memory=memory,
             updated_at=now,
             job_ids=job_ids,
-            occurred_at=max(episode.occurred_at for episode in episodes),
+            occurred_at=max(episode.occurred_at for episode in attempt.episodes),
         )
         self._history.record(tenant_id, user_id, state.generation, entry)
         record_metric(MetricName.CONDENSATIONS_OK)
-        record_metric(MetricName.SUMMARY_WORDS, outcome.word_count)
-        logger.info("memory condensed", extra={"version": entry.version, "llm_calls": outcome.llm_calls})
+        record_metric(MetricName.SUMMARY_WORDS, write.word_count)
+        logger.info(
+            "memory condensed",
+            extra={
+                "version": entry.version,
+                "llm_calls": outcome.llm_calls,
+                "record_writes": len(changes.writes),
+            },
+        )
         return True
+
+    def _record_changes(
+        self,
+        attempt: Attempt,
+        current: list[MemoryRecord],
+        operations: Sequence[RecordOperation],
+        now: datetime,
+    ) -> RecordChanges:
+        """The answer's operations checked against the current records and the burst's items; what
+        is dropped is counted, never applied half (domain/condense/record_ops.py)."""
+        sources = [
+            SourceItem(episode.id, episode.occurred_at, episode.job_id) for episode in attempt.episodes
+        ]
+        room = TRANSACTION_MAX_ITEMS - 1 - len(attempt.pending) - len(attempt.episodes)
+        changes = apply_operations(operations, Burst(current, sources, now, room))
+        if changes.dropped:
+            record_metric(MetricName.RECORD_OPERATIONS_DROPPED, changes.dropped)
+            logger.info("record operations dropped", extra={"dropped": changes.dropped})
+        return changes
+
+    def _trim_records(self, tenant_id: str, user_id: str, generation: int) -> None:
+        # Best effort, like the episodes: a record over the cap until the next condensation harms nothing.
+        try:
+            trimmed = self._records.trim_records(tenant_id, user_id, generation, self._max_records)
+        except Exception:
+            logger.exception("could not trim the user's records")
+            return
+        if trimmed:
+            record_metric(MetricName.RECORDS_TRIMMED, trimmed)
 
     def _trim_episodes(self, tenant_id: str, user_id: str) -> None:
         # Best effort: an episode over the cap until the next condensation harms nothing.
@@ -328,3 +435,11 @@ class ConsolidationService:
             status: JobStatus = "failed" if self._is_last(item) else "queued"
             self._jobs.set_job_status(item.message.tenant_id, [item.message.job_id], status, failure)
         logger.warning("condensation failed", extra={"error_type": type(error).__name__})
+
+
+def _after(current: list[MemoryRecord], changes: RecordChanges) -> list[MemoryRecord]:
+    """The current records once `changes` are applied."""
+    changed = {write.record.id: write.record for write in changes.writes}
+    kept = [changed.get(record.id, record) for record in current]
+    added = [record for record_id, record in changed.items() if record_id not in {r.id for r in current}]
+    return [record for record in [*kept, *added] if record.is_current]

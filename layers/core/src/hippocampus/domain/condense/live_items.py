@@ -59,6 +59,7 @@ class ItemContents:
                 payload = self._archive.get_raw(message.raw_key)
             cache[message.raw_key] = payload.get("items") if payload else None
         stored = cache[message.raw_key]
-        if stored is None or message.raw_index >= len(stored):
+        # A blanked place is an item forgotten since (DELETE …/memory/episodes/{id}).
+        if stored is None or message.raw_index >= len(stored) or stored[message.raw_index] is None:
             return None
         return IngestItem.model_validate(stored[message.raw_index])

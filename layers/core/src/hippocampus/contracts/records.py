@@ -1,0 +1,199 @@
+"""Records: dated statements about a user, between the summary and the episodes (docs/api.md "Records").
+
+The condenser's one LLM call per burst answers the new summary and operations on the user's
+records in one structured answer (`ANSWER_SCHEMA`). A record is never overwritten: an invalidated
+one keeps its text and gets `valid_to`, `invalidated_at` and, when a newer statement replaced it,
+`superseded_by`. `valid_*` is when it was true in the world; `recorded_at` / `invalidated_at` when
+the service learned and unlearned it.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Final, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hippocampus.contracts.models import Episode, Record
+
+RecordCategory = Literal[
+    "identity", "location", "work", "relationship", "preference", "possession", "plan", "event", "other"
+]
+# In the order a summary rebuilt from records takes them: who someone is before what they did.
+RECORD_CATEGORIES: Final[tuple[str, ...]] = (
+    "identity",
+    "location",
+    "work",
+    "relationship",
+    "preference",
+    "possession",
+    "plan",
+    "event",
+    "other",
+)
+RECORD_ID_PREFIX: Final = "rec_"
+MAX_RECORD_CHARS: Final = 500
+# Operations one answer may carry; more are dropped (and counted), never applied half.
+MAX_RECORD_OPERATIONS: Final = 20
+# Current and invalidated records kept per user (MEMORY_MAX_RECORDS): past it, the oldest
+# invalidated ones go first, then the oldest current ones.
+DEFAULT_MAX_RECORDS: Final = 1_000
+DEFAULT_RECORD_LIST_LIMIT: Final = 20
+MAX_RECORD_LIST_LIMIT: Final = 100
+
+
+class MemoryRecord(Record):
+    """One record as stored and as the API returns it."""
+
+    id: str
+    text: str
+    category: RecordCategory
+    valid_from: datetime
+    valid_to: datetime | None = None
+    recorded_at: datetime
+    invalidated_at: datetime | None = None
+    superseded_by: str | None = None
+    episode_ids: list[str] = Field(default_factory=list)
+    job_id: str | None = None
+    agent_id: str | None = None
+
+    @property
+    def is_current(self) -> bool:
+        return self.invalidated_at is None
+
+    def true_at(self, moment: datetime) -> bool:
+        """True in the world at `moment`, as the service knows it now."""
+        return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
+
+    def believed_at(self, moment: datetime) -> bool:
+        """What the service held at `moment`: recorded by then and not yet invalidated."""
+        return self.recorded_at <= moment and (self.invalidated_at is None or moment < self.invalidated_at)
+
+
+@dataclass(frozen=True)
+class RecordWrite:
+    """A record to put in the memory's transaction: a new one, or a current one being invalidated."""
+
+    record: MemoryRecord
+    is_new: bool
+
+
+@dataclass(frozen=True)
+class RecordRewrite:
+    """A record changed by forgetting an episode, written only if it is still as `before`."""
+
+    before: MemoryRecord
+    after: MemoryRecord
+
+
+@dataclass(frozen=True)
+class EpisodeForget:
+    """Forgetting one episode (docs/api.md "Forget one episode"), in one transaction while the user
+    is at `generation`: its episode items gone, the records it alone taught deleted, the others
+    rewritten (its id dropped; a record only it had superseded current again)."""
+
+    tenant_id: str
+    user_id: str
+    generation: int
+    episodes: Sequence[Episode]
+    deleted_records: Sequence[MemoryRecord]
+    rewritten_records: Sequence[RecordRewrite]
+
+
+class RecordStore(Protocol):
+    """A user's records, in the user's partition (adapters/dynamodb_records.py). They are written
+    with the memory version that learned them (`MemoryWrite.records`)."""
+
+    def records(self, tenant_id: str, user_id: str, generation: int) -> list[MemoryRecord]:
+        """Every record of the user's `generation`, current and invalidated, in id order (the order
+        they were recorded in)."""
+        ...
+
+    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> bool:
+        """Delete it while the user is at `generation`; False when there is no such record."""
+        ...
+
+    def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
+        """Keep at most `keep` records: the oldest invalidated go first, then the oldest current;
+        return how many were removed."""
+        ...
+
+    def forget_episode(self, forget: EpisodeForget) -> None:
+        """All of it or nothing; ConditionFailed when the user was forgotten since, or a record
+        changed since it was read."""
+        ...
+
+
+class RecordList(Record):
+    items: list[MemoryRecord]
+    next_cursor: str | None
+
+
+class RecordOperation(BaseModel):
+    """One operation of an answer, as the model wrote it (checked by domain/condense/record_ops.py).
+
+    `add`: a new record (`text`, `category`, `valid_from`). `invalidate`: the record `record_id` is
+    no longer true; with `text`, the statement that replaces it. `source_items`: the ids of the
+    items it was learned from (the `Item id:` lines of the prompt)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    op: Literal["add", "invalidate"]
+    record_id: str | None = None
+    text: str | None = None
+    category: str | None = None
+    valid_from: str | None = None
+    source_items: list[str] = Field(default_factory=list)
+
+
+class CondensationAnswer(BaseModel):
+    """The structured answer of one condensation call."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: Annotated[str, Field(max_length=100_000)]
+    operations: list[RecordOperation] = Field(default_factory=list)
+
+
+def _nullable(kind: str, **extra: Any) -> dict[str, Any]:
+    return {"type": [kind, "null"], **extra}
+
+
+# The JSON schema of the answer, in the subset OpenAI's strict structured outputs accept (every
+# property required, nullable by type, no additional properties); Bedrock takes it as a tool's input.
+ANSWER_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["summary", "operations"],
+    "properties": {
+        "summary": {"type": "string", "description": "The new summary of the user, within the word budget."},
+        "operations": {
+            "type": "array",
+            "description": "Changes to the user's records, in order.",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["op", "record_id", "text", "category", "valid_from", "source_items"],
+                "properties": {
+                    "op": {"type": "string", "enum": ["add", "invalidate"]},
+                    "record_id": _nullable("string", description="invalidate: the id of the record"),
+                    "text": _nullable(
+                        "string",
+                        description="add: the statement; invalidate: the statement replacing it, or null",
+                    ),
+                    "category": _nullable("string", enum=[*RECORD_CATEGORIES, None]),
+                    "valid_from": _nullable(
+                        "string",
+                        description="When it became true: YYYY-MM-DD or RFC 3339; null: the item's date",
+                    ),
+                    "source_items": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "The ids of the items it was learned from",
+                    },
+                },
+            },
+        },
+    },
+}
+ANSWER_SCHEMA_NAME: Final = "memory_update"

@@ -1,0 +1,314 @@
+"""Records: one structured answer per burst adds and invalidates them, in the memory's transaction;
+they are never overwritten, are listed as of a time, and forgetting one episode removes what it
+alone taught (docs/api.md "Records", "Forget one episode"; docs/architecture.md "Records")."""
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from hippocampus.contracts.models import IngestRequest
+from hippocampus.contracts.records import MemoryRecord, RecordOperation
+from hippocampus.domain.condense.condenser import Condenser
+from hippocampus.domain.condense.record_ops import Burst, SourceItem, apply_operations
+from tests.support.fakes import Ports, ScriptedModel
+
+T, U = "acme", "alice"
+MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+
+
+def answer(summary: str, *operations: dict[str, Any]) -> str:
+    keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
+    return json.dumps({"summary": summary, "operations": [{k: op.get(k) for k in keys} | op for op in operations]})
+
+
+def add(text: str, category: str, *sources: str, valid_from: str | None = None) -> dict[str, Any]:
+    return {"op": "add", "text": text, "category": category, "source_items": list(sources), "valid_from": valid_from}
+
+
+def record(record_id: str, text: str, category: str, since: datetime, **extra: Any) -> MemoryRecord:
+    return MemoryRecord(
+        id=record_id, text=text, category=category, valid_from=since, recorded_at=since, episode_ids=["t0"], **extra
+    )
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports()
+
+
+def ingest(ports: Ports, *items: dict[str, Any]) -> list[Any]:
+    request = IngestRequest.model_validate({"items": list(items)})
+    return ports.ingest().ingest(T, U, request, f"r{len(ports.archive.raw)}").jobs
+
+
+def condense(ports: Ports, *answers: str) -> ScriptedModel:
+    model = ScriptedModel(*answers)
+    ports.consolidation(model).process_batch(ports.queued())
+    ports.queue.messages.clear()
+    return model
+
+
+def get(ports: Ports, path: str) -> tuple[int, Any]:
+    """GET with a query string written as a client writes it (`?a=1&b=2`)."""
+    from urllib.parse import parse_qsl
+
+    path, _, query = path.partition("?")
+    status, _, body = ports.call("GET", path, query=dict(parse_qsl(query)))
+    return status, body
+
+
+def records(ports: Ports, query: str = "") -> list[dict[str, Any]]:
+    status, body = get(ports, f"{MEMORY}/records{query}")
+    assert status == 200, body
+    return body["items"]
+
+
+# --- the operations of one answer --------------------------------------------------------------
+
+
+def burst(*current: MemoryRecord, sources: tuple[str, ...] = ("t1",)) -> Burst:
+    items = [SourceItem(item_id, NOW - timedelta(days=1), f"job-{item_id}") for item_id in sources]
+    return Burst(list(current), items, NOW, max_writes=50)
+
+
+def op(**fields: Any) -> RecordOperation:
+    return RecordOperation.model_validate(fields)
+
+
+def test_a_newer_statement_supersedes_only_the_record_it_names():
+    paris = record("rec_1", "Alice lives in Paris.", "location", NOW - timedelta(days=30))
+    hiking = record("rec_2", "Alice likes hiking.", "preference", NOW - timedelta(days=30))
+    changes = apply_operations(
+        [op(op="invalidate", record_id="rec_1", text="Alice moved to Berlin.", source_items=["t1"])],
+        burst(paris, hiking),
+    )
+    by_id = {write.record.id: write.record for write in changes.writes}
+    berlin = next(r for r in by_id.values() if r.text == "Alice moved to Berlin.")
+    old = by_id["rec_1"]
+    assert (old.text, old.superseded_by, old.valid_to) == ("Alice lives in Paris.", berlin.id, berlin.valid_from)
+    assert old.invalidated_at == NOW and berlin.is_current and berlin.category == "location"
+    assert "rec_2" not in by_id  # an unrelated record of any category is left as it is
+    assert (changes.applied, changes.dropped) == (1, 0)
+
+
+def test_invalid_operations_are_dropped_whole_and_counted():
+    paris = record("rec_1", "Alice lives in Paris.", "location", NOW - timedelta(days=30))
+    operations = [
+        op(op="invalidate", record_id="rec_404", text="Alice moved."),  # unknown id
+        op(op="add", text="x" * 501, category="event"),  # over 500 characters
+        op(op="add", text="Alice owns a cat.", category="pets"),  # unknown category
+        op(op="add", text="Alice lives in Paris.", category="location"),  # repeats a current record
+        op(op="add", text="  ", category="event"),
+        op(op="add", text="Alice owns a cat.", category="possession", source_items=["t1"]),
+    ]
+    changes = apply_operations(operations, burst(paris))
+    assert [write.record.text for write in changes.writes] == ["Alice owns a cat."]
+    assert (changes.applied, changes.dropped) == (1, 5)
+
+
+def test_more_than_twenty_operations_and_what_does_not_fit_the_transaction_are_dropped():
+    operations = [op(op="add", text=f"Alice visited city {n}.", category="event") for n in range(25)]
+    assert apply_operations(operations, burst()).dropped == 5
+    tight = Burst([], [SourceItem("t1", NOW, "job-t1")], NOW, max_writes=3)
+    changes = apply_operations(operations[:5], tight)
+    assert (len(changes.writes), changes.dropped) == (3, 2)
+
+
+def test_an_older_statement_arriving_later_is_kept_as_already_superseded():
+    """A backfill: 'lives in Paris' (2023) arrives after 'lives in Berlin' (2024) was recorded."""
+    berlin = record("rec_9", "Alice lives in Berlin.", "location", datetime(2024, 3, 1, tzinfo=UTC))
+    changes = apply_operations(
+        [op(op="invalidate", record_id="rec_9", text="Alice lives in Paris.", valid_from="2023-05-08")],
+        burst(berlin),
+    )
+    [write] = changes.writes
+    assert write.record.text == "Alice lives in Paris." and write.record.superseded_by == "rec_9"
+    assert write.record.valid_from == datetime(2023, 5, 8, tzinfo=UTC)
+    assert write.record.valid_to == berlin.valid_from  # berlin stays current, untouched
+
+
+def test_validity_defaults_to_the_date_of_the_item_it_came_from_and_sources_name_episodes():
+    items = Burst([], [SourceItem("t1", datetime(2023, 5, 8, tzinfo=UTC), "j1"), SourceItem("t2", NOW, "j2")], NOW, 50)
+    cited, uncited, future = apply_operations(
+        [
+            op(op="add", text="Alice adopted a dog.", category="event", source_items=["t1"]),
+            op(op="add", text="Alice plays chess.", category="preference", source_items=["nope"]),
+            op(op="add", text="Alice runs.", category="preference", valid_from="2999-01-01"),
+        ],
+        items,
+    ).writes
+    assert (cited.record.valid_from, cited.record.episode_ids) == (datetime(2023, 5, 8, tzinfo=UTC), ["t1"])
+    assert uncited.record.episode_ids == ["t1", "t2"]  # cites none of the burst's: all of them
+    assert future.record.valid_from == datetime(2023, 5, 8, tzinfo=UTC)  # never after now
+
+
+# --- the structured answer ------------------------------------------------------------------------
+
+
+def test_an_answer_that_breaks_the_schema_is_asked_again_once():
+    model = ScriptedModel('{"summary": 3}', answer("Alice sells candles.", add("Alice sells candles.", "work")))
+    outcome = Condenser(model, 50).condense(None, [_input()])
+    assert model.calls == 2 and "did not match the JSON schema" in model.prompts[1]
+    assert outcome.memory == "Alice sells candles." and len(outcome.operations) == 1 and outcome.schema_retried
+
+
+def test_twice_broken_keeps_the_summary_alone():
+    model = ScriptedModel('{"summary": "Alice sells candles.", "operations": [{"op": "explode"}]}')
+    outcome = Condenser(model, 50).condense(None, [_input()])
+    assert (model.calls, outcome.memory, outcome.operations) == (2, "Alice sells candles.", ())
+    assert outcome.operations_unreadable
+
+
+def test_a_plain_text_answer_is_the_summary_alone_without_a_second_call():
+    model = ScriptedModel("Alice sells candles.")
+    outcome = Condenser(model, 50).condense(None, [_input()])
+    assert (model.calls, outcome.memory, outcome.operations) == (1, "Alice sells candles.", ())
+
+
+def test_the_prompt_lists_the_current_records_and_each_items_id():
+    model = ScriptedModel(answer("Alice lives in Paris."))
+    paris = record("rec_1", "Alice lives in Paris.", "location", datetime(2023, 5, 8, tzinfo=UTC))
+    Condenser(model, 50).condense(None, [_input()], records=[paris])
+    assert "rec_1 | location | since Monday 8 May 2023 | Alice lives in Paris." in model.prompts[0]
+    assert "Item id: t1" in model.prompts[0]
+
+
+def _input() -> Any:
+    from hippocampus.domain.condense.prompt import CondenseInput
+
+    return CondenseInput(text="I sell candles.", item_id="t1", occurred_at=NOW)
+
+
+# --- through the condenser and the API ------------------------------------------------------------
+
+
+def test_records_are_written_with_the_summary_once_and_a_redelivery_adds_nothing(ports):
+    ingest(ports, {"id": "t1", "text": "I live in Paris.", "occurred_at": "2023-05-08T10:00:00Z"})
+    queued = ports.queued()
+    model = ScriptedModel(answer("Alice lives in Paris.", add("Alice lives in Paris.", "location", "t1")))
+    ports.consolidation(model).process_batch(queued)
+    ports.consolidation(model).process_batch(queued)  # SQS delivers it again
+    [paris] = records(ports)
+    assert (paris["text"], paris["episode_ids"], paris["valid_from"]) == (
+        "Alice lives in Paris.",
+        ["t1"],
+        "2023-05-08T10:00:00Z",
+    )
+    assert model.calls == 1
+    status, _, memory = ports.call("GET", MEMORY)
+    assert status == 200 and memory["memory"] == "Alice lives in Paris." and "records" not in memory
+
+
+def test_as_of_and_known_at_answer_what_was_true_and_what_was_known(ports):
+    ingest(ports, {"id": "t1", "text": "I live in Paris.", "occurred_at": "2023-05-08T10:00:00Z"})
+    condense(ports, answer("Alice lives in Paris.", add("Alice lives in Paris.", "location", "t1")))
+    [paris] = records(ports)
+    ingest(ports, {"id": "t2", "text": "I moved to Berlin.", "occurred_at": "2024-03-01T10:00:00Z"})
+    move = {"op": "invalidate", "record_id": paris["id"], "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    condense(ports, answer("Alice lives in Berlin.", move))
+    assert [r["text"] for r in records(ports)] == ["Alice lives in Berlin."]
+    assert [r["text"] for r in records(ports, "?include_invalidated=true")] == [
+        "Alice lives in Berlin.",
+        "Alice lives in Paris.",
+    ]
+    assert [r["text"] for r in records(ports, "?as_of=2023-12-31T00:00:00Z")] == ["Alice lives in Paris."]
+    assert [r["text"] for r in records(ports, "?as_of=2024-06-01T00:00:00%2B02:00")] == ["Alice lives in Berlin."]
+    learned_berlin = records(ports)[0]["recorded_at"]
+    before = (datetime.fromisoformat(learned_berlin) - timedelta(microseconds=1)).isoformat()
+    assert [r["text"] for r in records(ports, f"?known_at={before.replace('+', '%2B')}")] == ["Alice lives in Paris."]
+    old = next(r for r in records(ports, "?include_invalidated=true") if r["text"].endswith("Paris."))
+    assert old["superseded_by"] == records(ports)[0]["id"] and old["valid_to"] == "2024-03-01T10:00:00Z"
+
+
+def test_the_list_pages_newest_first_and_refuses_bad_parameters(ports):
+    ingest(ports, {"id": "t1", "text": "Many things."})
+    condense(ports, answer("Alice.", *(add(f"Alice visited place {n}.", "event", "t1") for n in range(5))))
+    first = get(ports, f"{MEMORY}/records?limit=2")[1]
+    second = get(ports, f"{MEMORY}/records?limit=2&cursor={first['next_cursor']}")[1]
+    third = get(ports, f"{MEMORY}/records?limit=2&cursor={second['next_cursor']}")[1]
+    ids = [r["id"] for page in (first, second, third) for r in page["items"]]
+    assert len(ids) == len(set(ids)) == 5 and third["next_cursor"] is None
+    for query, field in [
+        ("as_of=2023-05-08", "as_of"),
+        ("known_at=yesterday", "known_at"),
+        ("include_invalidated=1", "include_invalidated"),
+        ("limit=0", "limit"),
+        ("cursor=bm9wZQ", "cursor"),
+    ]:
+        status, body = get(ports, f"{MEMORY}/records?{query}")
+        assert status == 422 and body["error"]["details"][0]["field"] == field, body
+
+
+def test_delete_one_record(ports):
+    ingest(ports, {"id": "t1", "text": "I own a cat."})
+    condense(ports, answer("Alice owns a cat.", add("Alice owns a cat.", "possession", "t1")))
+    [cat] = records(ports)
+    assert ports.call("DELETE", f"{MEMORY}/records/{cat['id']}")[0] == 204
+    assert records(ports) == []
+    status, _, body = ports.call("DELETE", f"{MEMORY}/records/{cat['id']}")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_forgetting_the_user_forgets_the_records(ports):
+    ingest(ports, {"id": "t1", "text": "I own a cat."})
+    condense(ports, answer("Alice owns a cat.", add("Alice owns a cat.", "possession", "t1")))
+    assert ports.call("DELETE", MEMORY)[0] == 204
+    assert records(ports, "?include_invalidated=true") == []
+
+
+def test_forgetting_one_episode_removes_what_it_alone_taught_and_rebuilds_the_summary(ports):
+    ingest(ports, {"id": "t1", "text": "I live in Paris. I like tea.", "occurred_at": "2023-05-08T10:00:00Z"})
+    condense(
+        ports,
+        answer(
+            "Alice lives in Paris and likes tea.",
+            add("Alice lives in Paris.", "location", "t1"),
+            add("Alice likes tea.", "preference", "t1"),
+        ),
+    )
+    paris = next(r for r in records(ports) if "Paris" in r["text"])
+    ingest(ports, {"id": "t2", "text": "I moved to Berlin. I still like tea.", "occurred_at": "2024-03-01T10:00:00Z"})
+    move = {"op": "invalidate", "record_id": paris["id"], "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    condense(ports, answer("Alice lives in Berlin and likes tea.", move))
+    raw_before = ports.raw_payloads()
+
+    status, _, body = ports.call("DELETE", f"{MEMORY}/episodes/t2")
+    assert status == 202 and body["jobs"][0]["status"] == "queued" and body["jobs"][0]["item_id"] == "t2"
+    # At once: the record only t2 taught is gone, and the one it had superseded is current again.
+    assert sorted(r["text"] for r in records(ports)) == ["Alice likes tea.", "Alice lives in Paris."]
+    assert all(r["invalidated_at"] is None for r in records(ports, "?include_invalidated=true"))
+    episodes = ports.call("GET", f"{MEMORY}/episodes")[2]["episodes"]
+    assert [episode["id"] for episode in episodes] == ["t1"]
+    assert ports.raw_payloads() == raw_before - 1  # its request held only it
+    # Then the rebuild, in the user's order: the summary holds nothing of t2.
+    rebuild = ScriptedModel("never called")
+    ports.consolidation(rebuild).process_batch(ports.queued())
+    memory = ports.call("GET", MEMORY)[2]
+    assert "Berlin" not in memory["memory"] and "Paris" in memory["memory"] and rebuild.calls == 0
+    job = ports.call("GET", f"/v1/tenants/{T}/jobs/{body['jobs'][0]['job_id']}")[2]
+    assert job["status"] == "completed" and job["memory_version"] == memory["version"]
+    history = ports.call("GET", f"{MEMORY}/history")[2]["versions"]
+    assert all("Berlin" not in (version["memory"] or "") for version in history)
+    assert ports.call("DELETE", f"{MEMORY}/episodes/t2")[0] == 404
+
+
+def test_a_record_taught_by_two_episodes_keeps_the_other(ports):
+    ingest(ports, {"id": "t1", "text": "I like tea."}, {"id": "t2", "text": "Tea is my favourite."})
+    condense(ports, answer("Alice likes tea.", add("Alice likes tea.", "preference", "t1", "t2")))
+    assert ports.call("DELETE", f"{MEMORY}/episodes/t1")[0] == 202
+    [tea] = records(ports)
+    assert tea["episode_ids"] == ["t2"]
+
+
+def test_the_rebuild_after_a_delete_of_the_user_is_skipped(ports):
+    ingest(ports, {"id": "t1", "text": "I own a cat."})
+    condense(ports, answer("Alice owns a cat.", add("Alice owns a cat.", "possession", "t1")))
+    job = ports.call("DELETE", f"{MEMORY}/episodes/t1")[2]["jobs"][0]
+    assert ports.call("DELETE", MEMORY)[0] == 204
+    condense(ports, "never called")
+    assert ports.call("GET", MEMORY)[2]["memory"] is None
+    caught = ports.call("GET", f"/v1/tenants/{T}/jobs/{job['job_id']}")[2]
+    assert (caught["status"], caught["item_id"]) == ("skipped", None)  # caught by the delete
