@@ -87,10 +87,14 @@ def proxied_service(
     from hippocampus.domain.condense.consolidation import ConsolidationService
     from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
     from hippocampus.domain.condense.prompt import PromptTemplate
+    from hippocampus.domain.condense.rebuild import SummaryRebuild
+    from hippocampus.domain.history import HistoryArchive
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.reads.edits import EditService
     from hippocampus.domain.reads.export import ExportService
+    from hippocampus.domain.reads.forget_episode import EpisodeForgetter
     from hippocampus.domain.reads.lists import ListService
+    from hippocampus.domain.reads.records import RecordService
     from hippocampus.domain.reads.service import ReadService
     from hippocampus.domain.recall.indexing import Indexer
     from hippocampus.domain.recall.service import RecallService
@@ -106,7 +110,12 @@ def proxied_service(
     tracing = NoTracing()
     reads = ReadService(memory, jobs, archive, tracing)
     exports = ExportService(
-        memory, jobs, archive, tracing, DynamoEpisodeStore(table, settings.job_retention_days)
+        memory,
+        jobs,
+        archive,
+        tracing,
+        DynamoEpisodeStore(table, settings.job_retention_days),
+        DynamoRecordStore(table),
     )
     lists = ListService(memory, DynamoEpisodeStore(table, settings.job_retention_days), tracing)
     records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
@@ -128,6 +137,14 @@ def proxied_service(
         llm_timeout_s=settings.llm_timeout_s,
     )
 
+    record_store = DynamoRecordStore(table)
+    record_reads = RecordService(memory, record_store, tracing)
+    rebuild = SummaryRebuild(
+        memory, record_store, HistoryArchive(memory, archive, tracing), settings.max_words
+    )
+    forgetter = EpisodeForgetter(
+        memory, episodes, record_store, jobs, archive, lambda: queue, tracing, rebuild
+    )
     service = Service(aws.queue_url, boto3.client("sqs"))
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(
@@ -136,13 +153,19 @@ def proxied_service(
                 read_routes.read_service: lambda: reads,
                 read_routes.export_service: lambda: exports,
                 read_routes.list_service: lambda: lists,
+                read_routes.record_service: lambda: record_reads,
             },
         )
     )
     service.ingest = SimpleNamespace(
         lambda_handler=api_function(
             [write_routes.router],
-            {write_routes.idempotent_ingest: lambda: ingest, write_routes.edit_service: lambda: edits},
+            {
+                write_routes.idempotent_ingest: lambda: ingest,
+                write_routes.edit_service: lambda: edits,
+                write_routes.record_service: lambda: record_reads,
+                write_routes.episode_forgetter: lambda: forgetter,
+            },
         )
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))

@@ -871,7 +871,7 @@ class Ports:
 
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
         return ExportService(
-            self.store, self.jobs, self.archive, self.tracing, self.store, page_bytes=page_bytes
+            self.store, self.jobs, self.archive, self.tracing, self.store, self.store, page_bytes=page_bytes
         )
 
     def ingest(self, clock: Clock = utc_now) -> IngestService:

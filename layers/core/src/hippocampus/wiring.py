@@ -104,7 +104,9 @@ def read_service() -> ReadService:
 
 @once
 def export_service() -> ExportService:
-    return ExportService(memory_store(), job_store(), archive(), _read_tracing(), episode_store())
+    return ExportService(
+        memory_store(), job_store(), archive(), _read_tracing(), episode_store(), record_store()
+    )
 
 
 @once

@@ -258,6 +258,39 @@ class Episode(Record):
         return EpisodePlace(self.occurred_at, self.created_at, self.position, self.job_id)
 
 
+RecordCategory = Literal[
+    "identity", "location", "work", "relationship", "preference", "possession", "plan", "event", "other"
+]
+
+
+class MemoryRecord(Record):
+    """One record as stored and as the API returns it (docs/api.md "Records"; contracts/records.py)."""
+
+    id: str
+    text: str
+    category: RecordCategory
+    valid_from: datetime
+    valid_to: datetime | None = None
+    recorded_at: datetime
+    invalidated_at: datetime | None = None
+    superseded_by: str | None = None
+    episode_ids: list[str] = Field(default_factory=list)
+    job_id: str | None = None
+    agent_id: str | None = None
+
+    @property
+    def is_current(self) -> bool:
+        return self.invalidated_at is None
+
+    def true_at(self, moment: datetime) -> bool:
+        """True in the world at `moment`, as the service knows it now."""
+        return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
+
+    def believed_at(self, moment: datetime) -> bool:
+        """What the service held at `moment`: recorded by then and not yet invalidated."""
+        return self.recorded_at <= moment and (self.invalidated_at is None or moment < self.invalidated_at)
+
+
 class ExportDocument(Record):
     """Everything stored about one user (docs/api.md "Export"); long exports come in pages."""
 
@@ -269,6 +302,7 @@ class ExportDocument(Record):
     history: list[HistoryVersion]  # past versions of the summary, newest first
     jobs: list[Job]  # every ingestion job kept, oldest first
     episodes: list[Episode]  # the condensed turns kept for recall, oldest first
+    records: list[MemoryRecord] = Field(default_factory=list)  # current and invalidated, as recorded
     next_cursor: str | None  # the next page, or None: nothing more
 
 

@@ -9,16 +9,12 @@ the service learned and unlearned it.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hippocampus.contracts.models import Episode, Record
+from hippocampus.contracts.models import Episode, MemoryRecord, Record, RecordCategory
 
-RecordCategory = Literal[
-    "identity", "location", "work", "relationship", "preference", "possession", "plan", "event", "other"
-]
 # In the order a summary rebuilt from records takes them: who someone is before what they did.
 RECORD_CATEGORIES: Final[tuple[str, ...]] = (
     "identity",
@@ -31,6 +27,8 @@ RECORD_CATEGORIES: Final[tuple[str, ...]] = (
     "event",
     "other",
 )
+__all__ = ["MemoryRecord", "RecordCategory"]  # API models, defined beside the others (contracts/models.py)
+
 RECORD_ID_PREFIX: Final = "rec_"
 MAX_RECORD_CHARS: Final = 500
 # Operations one answer may carry; more are dropped (and counted), never applied half.
@@ -40,34 +38,6 @@ MAX_RECORD_OPERATIONS: Final = 20
 DEFAULT_MAX_RECORDS: Final = 1_000
 DEFAULT_RECORD_LIST_LIMIT: Final = 20
 MAX_RECORD_LIST_LIMIT: Final = 100
-
-
-class MemoryRecord(Record):
-    """One record as stored and as the API returns it."""
-
-    id: str
-    text: str
-    category: RecordCategory
-    valid_from: datetime
-    valid_to: datetime | None = None
-    recorded_at: datetime
-    invalidated_at: datetime | None = None
-    superseded_by: str | None = None
-    episode_ids: list[str] = Field(default_factory=list)
-    job_id: str | None = None
-    agent_id: str | None = None
-
-    @property
-    def is_current(self) -> bool:
-        return self.invalidated_at is None
-
-    def true_at(self, moment: datetime) -> bool:
-        """True in the world at `moment`, as the service knows it now."""
-        return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
-
-    def believed_at(self, moment: datetime) -> bool:
-        """What the service held at `moment`: recorded by then and not yet invalidated."""
-        return self.recorded_at <= moment and (self.invalidated_at is None or moment < self.invalidated_at)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 The counterpart of forgetting a user (docs/api.md "Export"): the memory and its facts, the turns
 accepted as sent (while their payloads are kept), every past version of the summary and every job
-record. A document that would not fit one response comes in pages: the memory on the first, then
-items, history and jobs in a fixed order, each page up to `page_bytes`; `next_cursor` resumes after
+record, episode and record. A document that would not fit one response comes in pages: the memory
+on the first, then items, history, jobs, episodes and records in a fixed order, each page up to `page_bytes`; `next_cursor` resumes after
 the last entry given, so entries written meanwhile are not given twice.
 """
 
@@ -18,19 +18,20 @@ from pydantic import BaseModel
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import ExportDocument
 from hippocampus.contracts.ports import ArchiveStore, EpisodeStore, JobStore, MemoryStore, Tracing
+from hippocampus.contracts.records import RecordStore
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
 from hippocampus.domain.reads.service import memory_body
 from hippocampus.observability import MetricName, record_metric
 
-SECTIONS = ("items", "history", "jobs", "episodes")
+SECTIONS = ("items", "history", "jobs", "episodes", "records")
 
 
 @dataclass(frozen=True)
 class _Entry:
     section: int  # its place in SECTIONS
     key: str  # ascending within a section, in the order entries are given
-    value: Any  # an item as sent, a HistoryVersion or a Job: what the document holds
+    value: Any  # an item as sent, a HistoryVersion, a Job, an Episode or a record: what the document holds
     size: int  # what it adds to a page
 
 
@@ -64,10 +65,12 @@ class ExportService:
         archive: ArchiveStore,
         tracing: Tracing,
         episodes: EpisodeStore,
+        records: RecordStore,
         clock: Clock = utc_now,
         page_bytes: int = EXPORT_PAGE_BYTES,
     ) -> None:
         self._episodes = episodes
+        self._records = records
         self._store = store
         self._jobs = jobs
         self._archive = archive
@@ -103,6 +106,7 @@ class ExportService:
             history=page["history"],
             jobs=page["jobs"],
             episodes=page["episodes"],
+            records=page["records"],
             next_cursor=encode_cursor(*resume) if resume is not None else None,
         )
 
@@ -111,7 +115,7 @@ class ExportService:
     ) -> Iterator[_Entry]:
         """Every entry after `after`, section by section; a section is read only when reached."""
         start_section, start_key = after
-        readers = (self._items, self._history, self._job_entries, self._episode_entries)
+        readers = (self._items, self._history, self._job_entries, self._episode_entries, self._record_entries)
         for section in range(start_section, len(SECTIONS)):
             for entry in readers[section](tenant_id, user_id, generation):
                 if section > start_section or entry.key > start_key:
@@ -127,6 +131,7 @@ class ExportService:
             (f"{key}#{index:03d}", item)
             for key, payload in payloads.items()
             for index, item in enumerate(payload.get("items", []))
+            if item is not None  # a place blanked when its episode was forgotten
         )
         given: set[str] = set()
         entries: list[_Entry] = []
@@ -158,6 +163,13 @@ class ExportService:
             for e in episodes
         ]
         return sorted(entries, key=lambda entry: entry.key)
+
+    def _record_entries(self, tenant_id: str, user_id: str, generation: int) -> list[_Entry]:
+        """Every record, current and invalidated (their history: `superseded_by` links them), in
+        the order they were recorded (ids sort so)."""
+        with self._tracing.span("dynamodb.read_records", tenant_id=tenant_id):
+            records = self._records.records(tenant_id, user_id, generation)
+        return sorted((_entry(4, record.id, record) for record in records), key=lambda entry: entry.key)
 
 
 def _utc(moment: datetime) -> str:
