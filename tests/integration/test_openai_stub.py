@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from hippocampus.adapters.llm import make_language_model
-from hippocampus.adapters.llm.offline import extract_blocks
+from hippocampus.adapters.llm.offline_text import extract_blocks
 from hippocampus.adapters.llm.openai_chat import OpenAIChat
 from hippocampus.domain.condense.condenser import Condenser, EmptyAnswer
 from hippocampus.domain.condense.prompt import SYSTEM_PROMPT, CondenseInput

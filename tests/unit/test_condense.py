@@ -5,7 +5,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import pytest
 
-from hippocampus.adapters.llm.offline import extract_blocks
+from hippocampus.adapters.llm.offline_text import extract_blocks
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.models import IngestItem
 from hippocampus.contracts.ports import LlmResult
