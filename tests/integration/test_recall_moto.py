@@ -1,6 +1,8 @@
 """Recall through the real handlers and adapters, with moto standing in for AWS: episodes and
 vectors in DynamoDB, the query and context routes of the recall function (docs/api.md "Recall")."""
 
+import json
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -8,6 +10,7 @@ import pytest
 
 from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_table import user_pk
+from tests.support.fakes import ScriptedModel
 
 T, U = "acme", "alice"
 MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
@@ -83,7 +86,8 @@ def test_another_users_items_never_appear(seeded: Any) -> None:
     other = "/v1/tenants/acme/users/bob/memory"
     ingest(seeded, [{"id": "bob-pay", "text": "Bob pays with Stripe too.", "infer": False}], other)
     seeded.drain()
-    assert {r["id"] for r in query(seeded, "Stripe")["results"]} <= {"pay", "pet", "ship", "t1", "t2"}
+    own = {"pay", "pet", "ship", "t1", "t2", *(r["id"] for r in records(seeded))}
+    assert {r["id"] for r in query(seeded, "Stripe")["results"]} <= own
     assert [r["id"] for r in query(seeded, "Stripe", other)["results"]] == ["bob-pay"]
 
 
@@ -230,3 +234,110 @@ def test_facts_and_turns_of_one_request_are_queued_in_one_call(service: Any, aws
     assert calls == ["SendMessageBatch"]
     assert service.drain() == 2  # the turn and the index request
     assert not query(service, "Stripe")["retrieval"]["lexical_only"]
+
+
+# --- records: ranked with the facts and episodes, given vectors by the indexer ------------------
+
+RECORD_KEYS = ("op", "record_id", "text", "category", "valid_from", "source_items")
+
+
+def answer(summary: str, *operations: dict[str, Any]) -> str:
+    """A structured condensation answer (contracts/records.py ANSWER_SCHEMA)."""
+    ops = [{k: op.get(k) for k in RECORD_KEYS} for op in operations]
+    return json.dumps({"summary": summary, "operations": ops})
+
+
+def records(service: Any, **query: str) -> list[dict[str, Any]]:
+    response = service.call("GET", MEMORY + "/records", query=query or None)
+    assert response.status == 200, response.body
+    items: list[dict[str, Any]] = response.body["items"]
+    return items
+
+
+def move_to_berlin(service: Any) -> dict[str, str]:
+    """Alice lived in Paris (told on 8 May 2023) and moved to Berlin (1 March 2024); a fact too."""
+    ingest(service, [{"id": "pay", "text": "Pays suppliers through Stripe.", "infer": False}])
+    paris = {"op": "add", "text": "Alice lives in Paris.", "category": "location", "source_items": ["t1"]}
+    service.condense_with(ScriptedModel(answer("Alice makes candles.", paris)))
+    ingest(service, [{"id": "t1", "text": "I live in Paris.", "occurred_at": "2023-05-08T10:00:00Z"}])
+    assert service.drain() >= 1
+    (first,) = records(service)
+    moved = {
+        "op": "invalidate",
+        "record_id": first["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
+    service.condense_with(ScriptedModel(answer("Alice makes candles.", moved)))
+    ingest(service, [{"id": "t2", "text": "We moved to Berlin.", "occurred_at": "2024-03-01T10:00:00Z"}])
+    assert service.drain() >= 1
+    (berlin,) = records(service)
+    return {"paris": first["id"], "berlin": berlin["id"]}
+
+
+def record_items(aws: Any) -> dict[str, dict[str, Any]]:
+    items = boto3.client("dynamodb").query(
+        TableName=aws.table_name,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :records)",
+        ExpressionAttributeValues={":pk": {"S": user_pk(T, U)}, ":records": {"S": "RECORD#"}},
+    )["Items"]
+    return {item["id"]["S"]: item for item in items}
+
+
+def test_current_records_get_vectors_and_are_ranked_with_the_facts_and_episodes(
+    service: Any, aws: Any
+) -> None:
+    ids = move_to_berlin(service)
+    stored = record_items(aws)
+    assert stored[ids["berlin"]]["vector_model"]["S"] == "offline-hashed-v1@256"
+    assert len(stored[ids["berlin"]]["vector"]["B"]) == 512
+    assert "vector" not in stored[ids["paris"]]  # the invalidation rewrote it whole, without one
+    body = query(service, "where does Alice live?")
+    assert body["results"][0]["id"] == ids["berlin"] and body["results"][0]["type"] == "record"
+    assert not body["retrieval"]["lexical_only"]
+    found = query(service, "Alice lives in Paris", types=["record"], top_k=50)["results"]
+    assert [r["id"] for r in found] == [ids["berlin"]]  # the invalidated record never
+    assert all(
+        r["type"] == "fact" for r in query(service, "Alice lives Berlin Stripe", types=["fact"])["results"]
+    )
+    context = service.call(
+        "POST", MEMORY + "/context", {"query": "where does Alice live?", "max_words": 30}
+    ).body
+    assert "- Alice lives in Berlin. (since 1 March 2024)" in context["context"]
+    assert context["word_count"] <= 30 and {"type": "record", "id": ids["berlin"]} in context["sources"]
+
+
+def test_a_record_invalidated_after_it_was_read_for_indexing_gets_no_vector(service: Any, aws: Any) -> None:
+    from hippocampus import wiring
+    from hippocampus.contracts.recall_ports import Vector
+
+    ids = move_to_berlin(service)
+    store = wiring.recall_store()
+    assert store.unindexed(T, U, "another-model@3", 100) != []  # every document, for another model
+    due = [d for d in store.unindexed(T, U, "another-model@3", 100) if d.kind == "record"]
+    assert [d.key for d in due] == [f"RECORD#{ids['berlin']}"]  # the current record only
+    paris = replace(due[0], key=f"RECORD#{ids['paris']}")  # as read before its invalidation
+    assert not store.set_vector(T, U, paris, Vector("another-model@3", (1.0, 0.0, 0.0)))
+    assert store.set_vector(T, U, due[0], Vector("another-model@3", (1.0, 0.0, 0.0)))
+    assert "vector" not in record_items(aws)[ids["paris"]]
+
+
+def test_the_first_query_reads_the_memory_facts_and_records_in_one_request(service: Any, aws: Any) -> None:
+    ids = move_to_berlin(service)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        calls.append((model.name, params))
+
+    aws_clients.client("dynamodb").meta.events.register("provide-client-params.dynamodb", record)
+    body = query(service, "how does Alice pay, where does she live?")
+    assert {"pay", ids["berlin"]} <= {r["id"] for r in body["results"]}
+    # One Query from FACT# on (the facts, the memory item, the records), then the episodes.
+    assert [name for name, _ in calls] == ["Query", "Query"]
+    head = calls[0][1]
+    assert head["KeyConditionExpression"] == "pk = :pk AND sk >= :from"
+    assert head["ExpressionAttributeValues"][":from"] == {"S": "FACT#"}
+    # A memory read still stops at MEMORY: no record.
+    calls.clear()
+    memory = service.call("GET", MEMORY).body
+    assert "records" not in memory and all("RECORD#" not in str(params) for _, params in calls)

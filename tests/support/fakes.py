@@ -397,10 +397,12 @@ class FakeMemoryStore:
         state, facts = self.read_memory(tenant_id, user_id, with_facts=True)
         vectors = self.vectors.get((tenant_id, user_id), {})
         episodes = self.episodes(tenant_id, user_id, state.generation)
+        records = [r for r in self.records(tenant_id, user_id, state.generation) if r.is_current]
         return Corpus(
             state,
             [Indexed(fact, vectors.get(f"fact:{fact.id}")) for fact in facts],
             [Indexed(episode, vectors.get(f"episode:{_episode_key(episode.place)}")) for episode in episodes],
+            [Indexed(record, vectors.get(f"record:{record.id}")) for record in records],
         )
 
     def unindexed(
@@ -415,6 +417,11 @@ class FakeMemoryStore:
             for fact, gen in sorted(user.facts.values(), key=lambda entry: entry[0].id)
             if gen == generation and not _has_vector(vectors, f"fact:{fact.id}", model)
         ]
+        due += [
+            Unindexed("record", key, record.text, record.recorded_at.isoformat())
+            for record in self.records(tenant_id, user_id, generation)
+            if record.is_current and not _has_vector(vectors, key := f"record:{record.id}", model)
+        ]
         recent = self.episodes(tenant_id, user_id, generation)[-recent_episodes:]
         return due + [
             Unindexed("episode", key, episode.text, "")
@@ -423,6 +430,10 @@ class FakeMemoryStore:
         ]
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
+        if document.kind == "record":  # as the table's condition: still there, still current
+            held = self.record_items.get((tenant_id, user_id), {}).get(document.key.removeprefix("record:"))
+            if held is None or not held[0].is_current:
+                return False
         self.vectors.setdefault((tenant_id, user_id), {})[document.key] = vector
         return True
 
@@ -564,6 +575,13 @@ class FakeArchive:
 
     def delete_raw(self, key: str) -> None:
         self.raw.pop(key, None)
+
+    def delete_history_from(self, tenant_id: str, user_id: str, generation: int, version: int) -> int:
+        versions = self.history.get((tenant_id, user_id, generation), {})
+        doomed = [found for found in versions if found >= version]
+        for found in doomed:
+            del versions[found]
+        return len(doomed)
 
     def forget_raw_item(self, key: str, index: int) -> None:
         items = self.raw.get(key, {}).get("items")

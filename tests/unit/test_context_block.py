@@ -10,6 +10,7 @@ from hippocampus.domain.recall.context_block import (
     EPISODES_HEADING,
     FACTS_HEADING,
     MEMORY_HEADING,
+    RECORDS_HEADING,
     build_context,
 )
 from hippocampus.domain.recall.ranking import Document, Ranked
@@ -20,6 +21,9 @@ SUMMARY = "Alice sells handmade candles on Shopify."
 
 def item(doc_type, doc_id, text, score=0.5):
     return Ranked(Document(doc_type, doc_id, text, {}, NOW, None), score)
+
+
+DATED = " (since 1 June 2026)"  # a record's line ends with the date it became true (NOW here)
 
 
 RANKED = [
@@ -43,6 +47,38 @@ def test_the_documented_layout():
         {"type": "fact", "id": "ships"},
         {"type": "episode", "id": "turn-7"},
     ]
+
+
+def test_records_sit_between_facts_and_episodes_each_with_the_date_it_became_true():
+    since = datetime(2023, 5, 8, 10, tzinfo=UTC)
+    ranked = [
+        RANKED[0],
+        Ranked(Document("record", "rec_1", "Lives in\nBerlin.", {}, since, None), 0.85),
+        *RANKED[1:],
+    ]
+    block = build_context(SUMMARY, ranked, max_words=300)
+    assert block.text == (
+        f"{MEMORY_HEADING}\n{SUMMARY}\n\n"
+        f"{FACTS_HEADING}\n- Prefers dark mode.\n- Ships to Canada.\n\n"
+        f"{RECORDS_HEADING}\n- Lives in Berlin. (since 8 May 2023)\n\n"
+        f"{EPISODES_HEADING}\n- User: Which payment provider? Assistant: You use Stripe."
+    )
+    assert [s.get("type") for s in block.sources] == ["memory", "fact", "fact", "record", "episode"]
+    assert block.word_count == count_words(block.text)
+    # Its date counts towards max_words: whole (date included) or absent. 6 + 6 + 2 + 8 = 22.
+    records_only = [r for r in ranked if r.document.type == "record"]
+    assert [s.get("id") for s in build_context(SUMMARY, records_only, 21).sources] == [None]
+    assert build_context(SUMMARY, records_only, 22).text.endswith("- Lives in Berlin. (since 8 May 2023)")
+
+
+def test_a_record_repeating_a_fact_or_the_summary_is_left_out():
+    since = datetime(2024, 3, 1, tzinfo=UTC)
+    ranked = [
+        item("fact", "f1", "Prefers dark mode."),
+        Ranked(Document("record", "r1", "prefers dark mode", {}, since, None), 0.4),
+        Ranked(Document("record", "r2", "Handmade candles on Shopify", {}, since, None), 0.3),
+    ]
+    assert [s.get("id") for s in build_context(SUMMARY, ranked, 100).sources] == [None, "f1"]
 
 
 def test_a_section_without_content_has_no_heading():
@@ -106,7 +142,7 @@ def test_the_budget_is_never_exceeded_and_the_summary_is_always_first(seed):
     for max_words in range(1, 61):
         summary = rng.choice([None, "", random_text(rng), " ".join(rng.choices(WORDS, k=rng.randint(1, 80)))])
         ranked = [
-            item(rng.choice(["fact", "episode"]), f"i{index}", random_text(rng), rng.random())
+            item(rng.choice(["fact", "record", "episode"]), f"i{index}", random_text(rng), rng.random())
             for index in range(rng.randint(0, 12))
         ]
         block = build_context(summary, ranked, max_words)
@@ -119,11 +155,16 @@ def test_the_budget_is_never_exceeded_and_the_summary_is_always_first(seed):
             assert block.text.startswith((MEMORY_HEADING, first_summary_word))
         else:
             assert {"type": "memory"} not in block.sources
-        for source in block.sources[1:]:
+        for source in block.sources:
+            if source["type"] == "memory":
+                continue
             text = next(r.document.text for r in ranked if r.document.id == source["id"])
-            assert "- " + " ".join(text.split()) in block.text  # every item whole
+            dated = DATED if source["type"] == "record" else ""
+            assert "- " + " ".join(text.split()) + dated in block.text  # every item whole
         facts = [s for s in block.sources if s["type"] == "fact"]
+        records = [s for s in block.sources if s["type"] == "record"]
         episodes = [s for s in block.sources if s["type"] == "episode"]
-        assert block.sources[len(block.sources) - len(facts) - len(episodes) :] == facts + episodes
+        items = facts + records + episodes
+        assert block.sources[len(block.sources) - len(items) :] == items  # the sections' order
         order = {r.document.id: i for i, r in enumerate(ranked)}
         assert [order[s["id"]] for s in facts] == sorted(order[s["id"]] for s in facts)

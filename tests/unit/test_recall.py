@@ -1,6 +1,8 @@
 """Recall on the in-memory fakes: episodes, lists, query and context, as a caller sees them
 (docs/api.md "Recall")."""
 
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -41,6 +43,16 @@ def query(ports: Ports, text: str, user: str = U, tenant: str = T, **options: An
     assert status == 200, body
     result: dict[str, Any] = body
     return result
+
+
+def records(ports: Ports, user: str = U) -> list[dict[str, Any]]:
+    """The user's current records (GET …/memory/records)."""
+    status, _, body = ports.call(
+        "GET", f"/v1/tenants/{T}/users/{user}/memory/records", query={"limit": "100"}
+    )
+    assert status == 200, body
+    items: list[dict[str, Any]] = body["items"]
+    return items
 
 
 def seed(ports: Ports) -> None:
@@ -108,7 +120,7 @@ def test_lists_come_in_pages_that_never_repeat_an_entry(ports):
 def test_the_exact_word_and_a_word_variant_find_the_right_item_first(ports):
     seed(ports)
     assert query(ports, "Stripe")["results"][0]["id"] == "pay"
-    assert query(ports, "which payment provider?")["results"][0]["type"] in {"fact", "episode"}
+    assert query(ports, "which payment provider?")["results"][0]["type"] in {"fact", "episode", "record"}
     top = query(ports, "paying suppliers")["results"][0]
     assert top["id"] == "pay" and 0 < top["score"] <= 1
     assert query(ports, "stores in Lyon", types=["episode"])["results"][0]["id"] == "t2"
@@ -149,7 +161,8 @@ def test_nothing_crosses_users_or_tenants(ports):
     seed(ports)
     ingest(ports, {"id": "bob", "text": "Bob pays with Stripe too.", "infer": False}, user="bob")
     ingest(ports, {"id": "other", "text": "Stripe, in another tenant.", "infer": False}, tenant="globex")
-    assert {r["id"] for r in query(ports, "Stripe")["results"]} <= {"pay", "t1", "t2", "pet", "ship"}
+    own = {"pay", "t1", "t2", "pet", "ship", *(r["id"] for r in records(ports))}
+    assert {r["id"] for r in query(ports, "Stripe")["results"]} <= own
     assert [r["id"] for r in query(ports, "Stripe", user="bob")["results"]] == ["bob"]
     assert [r["id"] for r in query(ports, "Stripe", tenant="globex")["results"]] == [
         "other"
@@ -202,7 +215,8 @@ def test_vectors_of_another_model_are_ignored_until_reindexed(ports):
 
     ports.embedder = OfflineEmbedder(dimensions=128)  # another size: another model
     assert query(ports, "Stripe invoices")["retrieval"]["lexical_only"]
-    assert ports.indexer().index_user(T, U) == 5  # 3 facts, 2 episodes
+    # 3 facts, 2 episodes, and the records the condensation added.
+    assert ports.indexer().index_user(T, U) == 5 + len(records(ports))
     assert not query(ports, "Stripe invoices")["retrieval"]["lexical_only"]
 
 
@@ -242,3 +256,139 @@ def test_indexing_stops_between_calls_when_the_invocation_runs_short(ports):
     with pytest.raises(IndexingCut):
         ports.indexer().index_user(T, U, remaining_ms=lambda: 1_000)
     assert ports.indexer().index_user(T, U, remaining_ms=lambda: 60_000) == 3  # the next pass resumes
+
+
+# --- records: ranked with the facts and episodes (docs/api.md "Query", "Context") ---------------
+
+
+def answer(summary: str, *operations: dict[str, Any]) -> str:
+    """A structured condensation answer (contracts/records.py ANSWER_SCHEMA)."""
+    keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
+    return json.dumps({"summary": summary, "operations": [{k: op.get(k) for k in keys} for op in operations]})
+
+
+def add(text: str, category: str, *sources: str) -> dict[str, Any]:
+    return {"op": "add", "text": text, "category": category, "source_items": list(sources)}
+
+
+def move_to_berlin(ports: Ports) -> dict[str, str]:
+    """Alice lived in Paris and drinks green tea (told on 8 May 2023), then moved to Berlin (told on
+    1 March 2024): the Paris record is invalidated. Returns the records' ids by city or drink."""
+    ingest(
+        ports,
+        {
+            "id": "t1",
+            "text": "I live in Paris. Green tea every morning!",
+            "occurred_at": "2023-05-08T10:00:00Z",
+        },
+    )
+    first = answer(
+        "Alice makes candles.",
+        add("Alice lives in Paris.", "location", "t1"),
+        add("Alice drinks green tea every morning.", "preference", "t1"),
+    )
+    condense(ports, ScriptedModel(first))
+    paris = next(r["id"] for r in records(ports) if "Paris" in r["text"])
+    ingest(
+        ports, {"id": "t2", "text": "We moved to Berlin last week.", "occurred_at": "2024-03-01T10:00:00Z"}
+    )
+    moved = {"op": "invalidate", "record_id": paris, "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    condense(ports, ScriptedModel(answer("Alice makes candles.", moved)))
+    ids = {"paris": paris}
+    for item in records(ports):
+        ids["berlin" if "Berlin" in item["text"] else "tea"] = item["id"]
+    return ids
+
+
+def test_a_query_finds_a_record_and_types_select_or_exclude_records(ports):
+    ids = move_to_berlin(ports)
+    ingest(ports, {"id": "city", "text": "Alice's favourite city is Lisbon.", "infer": False})
+    results = query(ports, "where does Alice live?")["results"]
+    berlin = next(r for r in results if r["id"] == ids["berlin"])
+    assert berlin["type"] == "record" and berlin["text"] == "Alice lives in Berlin."
+    assert berlin["category"] == "location" and berlin["valid_to"] is None
+    assert berlin["metadata"] == {} and berlin["additional_metadata"] == {} and berlin["title"] is None
+    listed = next(r for r in records(ports) if r["id"] == ids["berlin"])
+    valid_from = datetime.fromisoformat(berlin["valid_from"])
+    assert valid_from == datetime.fromisoformat(listed["valid_from"]) == datetime(2024, 3, 1, 10, tzinfo=UTC)
+    assert datetime.fromisoformat(berlin["occurred_at"]) == valid_from
+    recorded = datetime.fromisoformat(listed["recorded_at"])
+    assert (
+        datetime.fromisoformat(berlin["created_at"])
+        == datetime.fromisoformat(berlin["updated_at"])
+        == recorded
+    )
+    only_records = query(ports, "where does Alice live?", types=["record"])["results"]
+    assert only_records[0]["id"] == ids["berlin"] and {r["type"] for r in only_records} == {"record"}
+    facts = query(ports, "where does Alice live?", types=["fact"])["results"]
+    assert [r["id"] for r in facts] == ["city"]
+    # A fact's answer keeps its shape: the record fields are null.
+    assert (facts[0]["category"], facts[0]["valid_from"], facts[0]["valid_to"]) == (None, None, None)
+
+
+def test_an_invalidated_record_is_never_returned(ports):
+    ids = move_to_berlin(ports)
+    found = query(ports, "Alice lives in Paris", types=["record"], top_k=50)["results"]
+    assert ids["paris"] not in {r["id"] for r in found} and found[0]["id"] == ids["berlin"]
+    body = ports.call("POST", MEMORY + "/context", {"query": "Alice lives in Paris"})[2]
+    assert {"type": "record", "id": ids["paris"]} not in body["sources"]
+    assert "Alice lives in Paris." not in body["context"]
+
+
+def test_the_context_block_dates_each_record_and_never_passes_max_words(ports):
+    ids = move_to_berlin(ports)
+    body = ports.call("POST", MEMORY + "/context", {"query": "where does Alice live? which tea?"})[2]
+    assert "Relevant records:\n" in body["context"]
+    assert "- Alice lives in Berlin. (since 1 March 2024)" in body["context"]
+    assert "- Alice drinks green tea every morning. (since 8 May 2023)" in body["context"]
+    assert {"type": "record", "id": ids["berlin"]} in body["sources"]
+    for max_words in range(1, 40):
+        status, _, small = ports.call(
+            "POST", MEMORY + "/context", {"query": "where does Alice live?", "max_words": max_words}
+        )
+        assert status == 200 and small["word_count"] == count_words(small["context"]) <= max_words
+        if {"type": "record", "id": ids["berlin"]} in small["sources"]:  # whole, with its date
+            assert "- Alice lives in Berlin. (since 1 March 2024)" in small["context"]
+
+
+def test_without_a_query_the_context_lists_the_current_records_newest_first_after_the_facts(ports):
+    ids = move_to_berlin(ports)
+    ingest(ports, {"id": "pay", "text": "Pays suppliers through Stripe.", "infer": False})
+    body = ports.call("POST", MEMORY + "/context", {})[2]
+    assert [(s["type"], s["id"]) for s in body["sources"]] == [
+        ("memory", None),
+        ("fact", "pay"),
+        ("record", ids["berlin"]),
+        ("record", ids["tea"]),
+    ]
+    assert body["context"].index("Relevant facts:") < body["context"].index("Relevant records:")
+    # Past the budget, the facts come first, then the newest records: 9 + 7 + 2 + 9 words.
+    tight = ports.call("POST", MEMORY + "/context", {"max_words": 27})[2]
+    assert tight["sources"][1:] == [{"type": "fact", "id": "pay"}, {"type": "record", "id": ids["berlin"]}]
+    assert tight["word_count"] == 27
+
+
+def test_recency_counts_from_when_a_record_became_true_and_filters_leave_records_out(ports):
+    ids = move_to_berlin(ports)
+    newest = query(ports, "Alice", types=["record"], recency_bias=1.0)["results"]
+    assert [r["id"] for r in newest] == [ids["berlin"], ids["tea"]]  # 2024 before 2023
+    filtered = query(ports, "Alice lives Berlin", metadata_filters={"channel": "web"})["results"]
+    assert all(r["type"] != "record" for r in filtered)
+
+
+def test_the_indexer_gives_current_records_a_vector(ports):
+    ids = move_to_berlin(ports)
+    vectors = ports.store.vectors[(T, U)]
+    assert {f"record:{ids['berlin']}", f"record:{ids['tea']}"} <= set(vectors)
+    assert ports.indexer().index_user(T, U) == 0  # nothing left without one
+    body = query(ports, "where does Alice live?", types=["record"])
+    assert not body["retrieval"]["lexical_only"] and body["results"][0]["id"] == ids["berlin"]
+
+
+def test_types_names_each_kind_at_most_three_times_and_defaults_to_all(ports):
+    status, _, body = ports.call(
+        "POST", MEMORY + "/query", {"query": "x", "types": ["fact", "episode", "record", "fact"]}
+    )
+    assert status == 422 and body["error"]["details"][0]["field"] == "types"
+    status, _, body = ports.call("POST", MEMORY + "/query", {"query": "x", "types": ["note"]})
+    assert status == 422

@@ -1,7 +1,8 @@
-"""RecallStore on the DynamoDB table: a user's facts and episodes with their vectors.
+"""RecallStore on the DynamoDB table: a user's facts, current records and episodes with their vectors.
 
-A query reads the memory item with the facts (as a memory read does), then the episodes: all of
-them the first time a function ranks the user, afterwards only what changed (adapters/episode_cache.py;
+A query reads the facts, the memory item and the records in one Query from `FACT#` on (they sort
+`FACT#…` < `MEMORY` < `RECORD#…`; a memory read stops at `MEMORY`), then the episodes: all of them
+the first time a function ranks the user, afterwards only what changed (adapters/episode_cache.py;
 docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
@@ -10,11 +11,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_episodes import episode_of
-from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, generation_of
+from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, generation_of, with_prefix
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
+from hippocampus.adapters.dynamodb_records import record_of
 from hippocampus.adapters.dynamodb_table import (
     EPISODE_PREFIX,
     FACT_PREFIX,
+    MEMORY_SK,
+    RECORD_PREFIX,
     Table,
     is_condition_failure,
     key,
@@ -25,6 +29,7 @@ from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.ports import MemoryState
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 
@@ -40,11 +45,21 @@ class DynamoRecallStore:
         self._memory = memory
         self._cache = cache
 
+    def _partition_head(self, pk: str) -> tuple[MemoryState, list[Item], list[Item]]:
+        """The memory's state, its current facts and its current records (not invalidated), as
+        stored with their vectors: one Query from `FACT#` on, which never reads an episode."""
+        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
+        state = self._memory.memory_state(next((item for item in items if item[SK] == MEMORY_SK), None))
+        epoch = self._table.epoch()
+        facts = current(with_prefix(items, FACT_PREFIX), state.generation, epoch)
+        records = current(with_prefix(items, RECORD_PREFIX), state.generation, epoch)
+        return state, facts, [item for item in records if item.get("invalidated_at") is None]
+
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
-        # First the memory item and the facts (a memory read), then the episodes: read in this
-        # order, the episode count on the memory item is never newer than the episodes found.
-        state, facts = self._memory.memory_and_fact_items(pk)
+        # First the memory item, the facts and the records, then the episodes: read in this order,
+        # the episode count on the memory item is never newer than the episodes found.
+        state, facts, records = self._partition_head(pk)
 
         def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
             # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
@@ -62,22 +77,29 @@ class DynamoRecallStore:
             state=state,
             facts=[Indexed(fact_of(item), _vector(item)) for item in facts],
             episodes=episodes.current(self._table.epoch()),
+            records=[Indexed(record_of(item), _vector(item)) for item in records],
         )
 
     def unindexed(
         self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
     ) -> list[Unindexed]:
         pk = user_pk(tenant_id, user_id)
+        # The facts and the records in one Query, which holds the memory item too: the generation
+        # when the caller does not know it, at no extra request.
+        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
         if generation is None:
-            generation = self._memory.read_generation(tenant_id, user_id)
-        facts = decoded_all(self._table.query_partition(pk, sk_prefix=FACT_PREFIX))
+            memory = next((item for item in items if item[SK] == MEMORY_SK), None)
+            generation = generation_of(memory) if memory else 0
+        facts = with_prefix(items, FACT_PREFIX)
+        records = [item for item in with_prefix(items, RECORD_PREFIX) if item.get("invalidated_at") is None]
         recent = decoded_all(self._table.newest(pk, EPISODE_PREFIX, recent_episodes))
-        documents = current([*facts, *recent], generation, self._table.epoch())
+        documents = current([*facts, *records, *recent], generation, self._table.epoch())
         return [_unindexed(item) for item in documents if item.get(VECTOR_MODEL_ATTRIBUTE) != model]
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
-        # Only on the item as it was read: a fact replaced since keeps no vector of the old text.
-        condition = "attribute_exists(pk)" + (" AND updated_at = :version" if document.kind == "fact" else "")
+        # Only on the item as it was read: a fact replaced since keeps no vector of the old text, and
+        # a record invalidated since (rewritten whole, without a vector) gets none: it is not ranked.
+        condition = "attribute_exists(pk)" + _STILL_AS_READ.get(document.kind, "")
         plain: dict[str, Any] = {":vector": pack(vector.values), ":model": vector.model}
         if document.kind == "fact":
             plain[":version"] = document.version
@@ -96,7 +118,16 @@ class DynamoRecallStore:
         return True
 
 
+_STILL_AS_READ = {"fact": " AND updated_at = :version", "record": " AND attribute_not_exists(invalidated_at)"}
+
+
+def _kind(sk: str) -> str:
+    if sk.startswith(FACT_PREFIX):
+        return "fact"
+    return "record" if sk.startswith(RECORD_PREFIX) else "episode"
+
+
 def _unindexed(item: Item) -> Unindexed:
-    kind = "fact" if item[SK].startswith(FACT_PREFIX) else "episode"
     text = item["text"] if not item.get("title") else f"{item['title']}\n{item['text']}"
-    return Unindexed(kind, item[SK], text, str(item.get("updated_at", item.get("created_at", ""))))
+    version = item.get("updated_at", item.get("created_at", item.get("recorded_at", "")))
+    return Unindexed(_kind(item[SK]), item[SK], text, str(version))

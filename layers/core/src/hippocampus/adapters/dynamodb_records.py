@@ -4,7 +4,9 @@ Record ids begin with the time they were recorded (domain/condense/record_ops.py
 in the order the service learned them. They sort after `MEMORY`, so a memory read (`FACT#` up to
 `MEMORY`) never reads them. Each carries the user's generation (a delete's sweep removes the older
 ones, and reads never show them) and the memory's TTL when one is configured (docs/architecture.md
-"Storage layout").
+"Storage layout"). A current record may also hold `vector` and `vector_model`, given by recall's
+indexer (adapters/dynamodb_recall.py): a `Put` rewrites the item whole, so an invalidated record has
+none (it is not ranked), and a record rewritten current gets one at the indexer's next pass.
 """
 
 from itertools import batched
@@ -21,6 +23,7 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE
 from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -28,6 +31,8 @@ from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord, RecordWrite
 
 _TIMES = ("valid_from", "valid_to", "recorded_at", "invalidated_at")
+# Attributes of the item that are not the record's: its key, and the vector recall gave it.
+_NOT_FIELDS = frozenset({PK, SK, VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE})
 TRANSACTION_MAX_ITEMS: Final = 100
 
 
@@ -66,7 +71,9 @@ def record_put(
 
 
 def record_of(item: Item) -> MemoryRecord:
-    return MemoryRecord.model_validate({name: value for name, value in item.items() if name not in (PK, SK)})
+    return MemoryRecord.model_validate(
+        {name: value for name, value in item.items() if name not in _NOT_FIELDS}
+    )
 
 
 class DynamoRecordStore:

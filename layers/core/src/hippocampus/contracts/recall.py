@@ -1,15 +1,19 @@
-"""Models of recall (docs/api.md "Recall"): episodes, the query and context routes, the lists."""
+"""Models of recall (docs/api.md "Recall"): episodes, the query and context routes, the lists.
+
+Query and context rank a user's facts, episodes and current records together (docs/api.md "Query")."""
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from hippocampus.contracts.models import EPISODE_MAX_CHARS, Episode, Fact, Model, Record
+from hippocampus.contracts.records import RecordCategory
 
 __all__ = ["EPISODE_MAX_CHARS", "Episode"]
 
-DocumentType = Literal["fact", "episode"]
+DocumentType = Literal["fact", "episode", "record"]
+DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = ("fact", "episode", "record")
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOP_K = 50
@@ -38,15 +42,15 @@ def _filter_value(value: Any) -> Any:
 FilterValue = Annotated[Any, AfterValidator(_filter_value)]
 
 
-def _both_types() -> list[DocumentType]:
-    return ["fact", "episode"]
+def _every_type() -> list[DocumentType]:
+    return list(DOCUMENT_TYPES)
 
 
 class QueryRequest(Model):
     query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)]
     top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K
-    types: Annotated[list[DocumentType], Field(min_length=1, max_length=2)] = Field(
-        default_factory=_both_types
+    types: Annotated[list[DocumentType], Field(min_length=1, max_length=len(DOCUMENT_TYPES))] = Field(
+        default_factory=_every_type
     )
     alpha: Annotated[float, Field(ge=0, le=1)] | None = None  # None: the documented default
     recency_bias: Annotated[float, Field(ge=0, le=1)] = 0.0
@@ -64,6 +68,9 @@ class QueryRequest(Model):
 
 
 class QueryResult(Record):
+    """One ranked fact, episode or record. A record has no title nor metadata (`{}`); its
+    `created_at` and `updated_at` are its `recorded_at`, its `occurred_at` its `valid_from`."""
+
     type: DocumentType
     id: str
     text: str
@@ -73,7 +80,11 @@ class QueryResult(Record):
     additional_metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime
-    occurred_at: datetime | None = None  # an episode's: when its turn happened
+    occurred_at: datetime | None = None  # an episode's: when its turn happened; a record's valid_from
+    # A record's (None for a fact or an episode): docs/api.md "Records".
+    category: RecordCategory | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
 
 
 class Retrieval(Record):
@@ -102,7 +113,7 @@ class ContextRequest(Model):
 
 
 class ContextSource(Record):
-    type: Literal["memory", "fact", "episode"]
+    type: Literal["memory", "fact", "episode", "record"]
     id: str | None = None
 
 

@@ -1,4 +1,5 @@
-"""Ports of recall: the documents (facts and episodes) of a user with their vectors, as ranked.
+"""Ports of recall: the documents (facts, episodes and current records) of a user with their
+vectors, as ranked.
 
 Adapters implement them (adapters/dynamodb_recall.py); tests hand in the fakes of tests/support/fakes.py.
 """
@@ -8,6 +9,7 @@ from typing import Final, Protocol
 
 from hippocampus.contracts.models import Episode, Fact
 from hippocampus.contracts.ports import MemoryState
+from hippocampus.contracts.records import MemoryRecord
 
 # How far back among a user's episodes the indexer looks for ones without a vector (a condensation
 # writes 30 at most; the rest of the history waits for a re-index: docs/operations.md "Recall"),
@@ -25,9 +27,9 @@ class Vector:
 
 @dataclass(frozen=True)
 class Indexed:
-    """A fact or an episode as recall ranks it: the document and its vector, if it has one."""
+    """A fact, an episode or a record as recall ranks it: the document and its vector, if it has one."""
 
-    document: Fact | Episode
+    document: Fact | Episode | MemoryRecord
     vector: Vector | None
 
 
@@ -38,13 +40,14 @@ class Corpus:
     state: MemoryState
     facts: list[Indexed]
     episodes: list[Indexed]
+    records: list[Indexed]  # the current ones only (not invalidated)
 
 
 @dataclass(frozen=True)
 class Unindexed:
     """A document without a vector of the current model: where it is, what to embed."""
 
-    kind: str  # "fact" or "episode"
+    kind: str  # "fact", "episode" or "record"
     key: str  # its place in the user's partition
     text: str
     version: str  # a fact's updated_at (a replaced fact is not given the old one's vector)
@@ -61,10 +64,11 @@ class RecallStore(Protocol):
     def unindexed(
         self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
     ) -> list[Unindexed]:
-        """The facts, and episodes among the newest `recent_episodes`, of the user's `generation`
-        (None: the current one, read) lacking a vector of `model`."""
+        """The facts, the current records, and the episodes among the newest `recent_episodes`, of
+        the user's `generation` (None: the current one, read) lacking a vector of `model`."""
         ...
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
-        """Store it unless the document has gone or changed since it was read (then False)."""
+        """Store it unless the document has gone or changed since it was read (then False): a fact
+        replaced, a record invalidated (an invalidated record keeps no vector: it is not ranked)."""
         ...

@@ -8,12 +8,17 @@ Layout (docs/api.md "Recall"), a section only when it has content, sections apar
     Relevant facts:
     - <fact text, on one line>
 
+    Relevant records:
+    - <record text, on one line> (since 8 May 2023)
+
     Relevant past conversation:
     - <episode text, on one line>
 
-The summary comes first, whole when it fits; then facts and episodes are taken in ranked order
-(the best first, whichever its type), each whole or not at all, and each section lists its items
-in that order. An item whose normalised text (its words: case, spacing and punctuation aside) equals one
+The summary comes first, whole when it fits; then facts, records and episodes are taken in ranked
+order (the best first, whichever its type), each whole or not at all, and each section lists its
+items in that order. A record's line ends with the date it became true (its `valid_from`, as the
+ranked document's `updated_at`): a reader weighs "lives in Paris" by when. An item whose
+normalised text (its words: case, spacing and punctuation aside; a record's date aside) equals one
 already taken, or is contained in the (included) summary, is skipped. The block never has more than
 `max_words` words, counted as the service counts them (`count_words`: headings and "-" included).
 A summary too long on its own is cut to fit, at a sentence end if it can (`fit_budget`, as the
@@ -24,18 +29,21 @@ the cut summary alone, no heading.
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Final
 
-from hippocampus.contracts.prompt_format import count_words
+from hippocampus.contracts.prompt_format import MONTHS, count_words
 from hippocampus.domain.budget import fit_budget
 from hippocampus.domain.recall.ranking import Ranked
 
 MEMORY_HEADING: Final = "What you know about this user:"
 FACTS_HEADING: Final = "Relevant facts:"
+RECORDS_HEADING: Final = "Relevant records:"
 EPISODES_HEADING: Final = "Relevant past conversation:"
 BULLET: Final = "- "
 
-_HEADINGS: Final = {"fact": FACTS_HEADING, "episode": EPISODES_HEADING}
+# The sections in the block's order.
+_HEADINGS: Final = {"fact": FACTS_HEADING, "record": RECORDS_HEADING, "episode": EPISODES_HEADING}
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+(?:'\w+)*")
 
@@ -44,7 +52,7 @@ _WORD = re.compile(r"\w+(?:'\w+)*")
 class ContextBlock:
     text: str
     word_count: int
-    sources: list[dict[str, str]]  # {"type": "memory"} / {"type": "fact"|"episode", "id": ...}
+    sources: list[dict[str, str]]  # {"type": "memory"} / {"type": "fact"|"record"|"episode", "id": ...}
 
 
 @dataclass
@@ -52,8 +60,8 @@ class _Sections:
     """What is taken so far: the lines of each item type, their sources, the words left."""
 
     words_left: int
-    lines: dict[str, list[str]] = field(default_factory=lambda: {"fact": [], "episode": []})
-    ids: dict[str, list[str]] = field(default_factory=lambda: {"fact": [], "episode": []})
+    lines: dict[str, list[str]] = field(default_factory=lambda: {kind: [] for kind in _HEADINGS})
+    ids: dict[str, list[str]] = field(default_factory=lambda: {kind: [] for kind in _HEADINGS})
     seen: set[str] = field(default_factory=set)
 
     def cost(self, kind: str, line: str) -> int:
@@ -69,6 +77,12 @@ class _Sections:
 def one_line(text: str) -> str:
     """The text with every run of whitespace (newlines included) as one space."""
     return _SPACE.sub(" ", text).strip()
+
+
+def dated(text: str, since: datetime) -> str:
+    """A record's text and the date it became true: `Lives in Lyon. (since 8 May 2023)`, in English
+    whatever the locale."""
+    return f"{text} (since {since.day} {MONTHS[since.month - 1]} {since.year})"
 
 
 def normalised(text: str) -> str:
@@ -108,7 +122,7 @@ def _fit_summary(summary: str, max_words: int) -> tuple[str, bool]:
 
 
 def _select(summary: str, ranked: Sequence[Ranked], words_left: int) -> _Sections:
-    """The facts and episodes that fit, best first, each whole, none a duplicate."""
+    """The facts, records and episodes that fit, best first, each whole, none a duplicate."""
     sections = _Sections(words_left)
     in_summary = f" {normalised(summary)} "
     for item in ranked:
@@ -117,7 +131,7 @@ def _select(summary: str, ranked: Sequence[Ranked], words_left: int) -> _Section
         key = normalised(text)
         if not key or key in sections.seen or f" {key} " in in_summary:
             continue
-        line = BULLET + text
+        line = BULLET + (dated(text, document.updated_at) if document.type == "record" else text)
         if sections.cost(document.type, line) <= sections.words_left:
             sections.take(document.type, document.id, line)
             sections.seen.add(key)

@@ -1,19 +1,21 @@
-"""Hybrid ranking of one user's facts and episodes for a query (recall: `memory/query`, `memory/context`).
+"""Hybrid ranking of one user's facts, episodes and current records for a query (recall:
+`memory/query`, `memory/context`), all three alike.
 
 Semantics (docs/api.md "Recall"):
 
 - Filters first: `metadata_filters` keep the documents whose metadata has, for every filter key,
-  the filter's value, or one of its values when it is a list (IN). The lexical statistics (idf,
-  average length) are those of the filtered documents.
+  the filter's value, or one of its values when it is a list (IN). A record has no metadata, so
+  any filter leaves records out. The lexical statistics (idf, average length) are those of the
+  filtered documents.
 - semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to [0, 1].
 - lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.recall.lexical).
 - relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
   lexical only. A document without a vector (None, or a vector of another size; the caller passes
   None for a vector of another model), or every document when the query has no vector, uses its
   lexical score in place of the semantic part: it is ranked lexically, at any alpha.
-- recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS) from `updated_at` (1 now, 0.5 after 30
-  days, a future time counts as now); score = (1 - recency_bias) * relevance
-  + recency_bias * recency, in [0, 1].
+- recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS) from `updated_at` (a fact's last change, an
+  episode's occurred_at, a record's valid_from; 1 now, 0.5 after 30 days, a future time counts
+  as now); score = (1 - recency_bias) * relevance + recency_bias * recency, in [0, 1].
 - With recency_bias = 0, a document of zero relevance is left out: nothing irrelevant is returned.
   With recency_bias > 0 every filtered document can be returned (recency_bias = 1: newest first).
 - Order: score descending, then updated_at descending, then id (and type); the first top_k.
@@ -36,25 +38,25 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
+from hippocampus.contracts.recall import DocumentType
 from hippocampus.domain.recall.lexical import lexical_scores
 
 DEFAULT_ALPHA: Final = 0.5
 RECENCY_HALF_LIFE_DAYS: Final = 30.0
 _SECONDS_PER_DAY: Final = 86_400.0
 
-DocumentType = Literal["fact", "episode"]
-
 
 @dataclass(frozen=True)
 class Document:
-    """A fact or an episode, as ranked: its plain text (markdown already rendered) and vector."""
+    """A fact, an episode or a record, as ranked: its plain text (markdown already rendered) and vector."""
 
     type: DocumentType
     id: str
     text: str
-    metadata: Mapping[str, Any]
+    metadata: Mapping[str, Any]  # a record's: empty
+    # What recency counts from: a fact's updated_at, an episode's occurred_at, a record's valid_from.
     updated_at: datetime
     vector: Sequence[float] | None  # None, or of another model: lexical only for this document
 

@@ -1,8 +1,9 @@
-"""Recall (the recall function): rank a user's facts and episodes for a query, and build the
-context block an application prepends to its prompt (docs/api.md "Recall").
+"""Recall (the recall function): rank a user's facts, episodes and current records for a query,
+and build the context block an application prepends to its prompt (docs/api.md "Recall").
 
-Per user the corpus is small (at most 200 facts and MEMORY_MAX_EPISODES episodes), so it is read
-in one pass over the user's partition and ranked here (docs/architecture.md "Recall").
+Per user the corpus is small (at most 200 facts, MEMORY_MAX_EPISODES episodes and
+MEMORY_MAX_RECORDS records), so it is read in one pass over the user's partition and ranked here
+(docs/architecture.md "Recall").
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from hippocampus.contracts.recall import (
     Retrieval,
 )
 from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
+from hippocampus.contracts.records import MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.recall.context_block import build_context
 from hippocampus.domain.recall.indexing import model_key
@@ -33,6 +35,9 @@ from hippocampus.observability import MetricName, logger, record_metric
 
 # The most documents the context block considers: more could never fit 2,000 words.
 CONTEXT_CANDIDATES = 50
+
+# What a ranked document is: a fact, an episode or a record of the user.
+Source = Fact | Episode | MemoryRecord
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class RecallService:
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
         corpus = self._corpus(tenant_id, user_id)
-        wanted = [e for e in (*corpus.facts, *corpus.episodes) if _type(e.document) in request.types]
+        everything = (*corpus.facts, *corpus.episodes, *corpus.records)
+        wanted = [entry for entry in everything if _type(entry.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
         ranking = _Ranking(request.top_k, alpha, request.recency_bias, request.metadata_filters)
         ranked, lexical_only = self._rank(request.query, wanted, ranking)
@@ -80,11 +86,15 @@ class RecallService:
     def context(self, tenant_id: str, user_id: str, request: ContextRequest) -> ContextResponse:
         corpus = self._corpus(tenant_id, user_id)
         if request.query is None:
-            # Without a question: the summary, then the facts, newest first.
+            # Without a question: the summary, then the facts, then the current records, newest first.
             facts = sorted(corpus.facts, key=lambda entry: _time(entry.document), reverse=True)
-            ranked = [Ranked(_document(entry, None), 1.0) for entry in facts]
+            # A record's id begins with when it was recorded: the later of two as old comes first.
+            records = sorted(
+                corpus.records, key=lambda entry: (_time(entry.document), entry.document.id), reverse=True
+            )
+            ranked = [Ranked(_document(entry, None), 1.0) for entry in (*facts, *records)]
         else:
-            entries = [*corpus.facts, *corpus.episodes]
+            entries = [*corpus.facts, *corpus.episodes, *corpus.records]
             pairs, _ = self._rank(request.query, entries, _Ranking(CONTEXT_CANDIDATES))
             ranked = [entry for entry, _ in pairs]
         block = build_context(corpus.state.memory, ranked, request.max_words)
@@ -117,8 +127,9 @@ class RecallService:
 
     def _rank(
         self, text: str, entries: Sequence[Indexed], ranking: _Ranking
-    ) -> tuple[list[tuple[Ranked, Fact | Episode]], bool]:
-        """The top documents with the fact or episode each one is, and whether no vector took part."""
+    ) -> tuple[list[tuple[Ranked, Source]], bool]:
+        """The top documents with the fact, episode or record each one is, and whether no vector
+        took part."""
         embedder = self._embedder()
         model = model_key(embedder) if embedder else None
         query_vector = self._query_vector(embedder, text)
@@ -139,20 +150,29 @@ class RecallService:
         return [(entry, sources[id(entry.document)]) for entry in ranked], lexical_only
 
 
-def _time(document: Fact | Episode) -> datetime:
-    """What recency counts from: a fact's last change, or when an episode's turn happened."""
-    return document.updated_at if isinstance(document, Fact) else document.occurred_at
+def _time(document: Source) -> datetime:
+    """What recency counts from: a fact's last change, when an episode's turn happened, or since
+    when a record is true."""
+    if isinstance(document, Fact):
+        return document.updated_at
+    if isinstance(document, MemoryRecord):
+        return document.valid_from
+    return document.occurred_at
 
 
-def _type(document: Fact | Episode) -> DocumentType:
-    return "fact" if isinstance(document, Fact) else "episode"
+def _type(document: Source) -> DocumentType:
+    if isinstance(document, Fact):
+        return "fact"
+    return "record" if isinstance(document, MemoryRecord) else "episode"
 
 
 def _document(entry: Indexed, model: str | None) -> Document:
     """The document ranked: plain text (markdown rendered), the vector only if of `model`."""
     document = entry.document
-    text = f"{document.title}\n{document.text}" if document.title else document.text
     vector = entry.vector.values if entry.vector is not None and entry.vector.model == model else None
+    if isinstance(document, MemoryRecord):  # plain text, no title, no metadata: any filter leaves it out
+        return Document("record", document.id, document.text, {}, document.valid_from, vector)
+    text = f"{document.title}\n{document.text}" if document.title else document.text
     return Document(
         type=_type(document),
         id=document.id,
@@ -163,13 +183,29 @@ def _document(entry: Indexed, model: str | None) -> Document:
     )
 
 
-def _result(entry: Ranked, source: Fact | Episode) -> QueryResult:
+def _result(entry: Ranked, source: Source) -> QueryResult:
+    score = round(entry.score, 6)
+    if isinstance(source, MemoryRecord):
+        return QueryResult(
+            type="record",
+            id=source.id,
+            text=source.text,
+            score=score,
+            metadata={},
+            additional_metadata={},
+            created_at=source.recorded_at,
+            updated_at=source.recorded_at,
+            occurred_at=source.valid_from,
+            category=source.category,
+            valid_from=source.valid_from,
+            valid_to=source.valid_to,
+        )
     return QueryResult(
         type=entry.document.type,
         id=source.id,
         text=source.text,
         title=source.title,
-        score=round(entry.score, 6),
+        score=score,
         metadata=source.metadata,
         additional_metadata=source.additional_metadata,
         created_at=source.updated_at if isinstance(source, Fact) else source.created_at,
