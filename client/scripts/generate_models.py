@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -84,6 +85,13 @@ CLIENT_MODELS = (
     ClientModel(
         "Episode", "Episode", 'One condensed turn (docs/api.md "Episodes").', requires=("id", "text")
     ),
+    ClientModel(
+        "MemoryRecord",
+        "MemoryRecord",
+        'One dated statement about the user (docs/api.md "Records"); `valid_to`, `invalidated_at` and '
+        "`superseded_by` are set once a newer statement replaced it.",
+        requires=("id", "text"),
+    ),
     ClientModel("QueryResult", "QueryResult", "One ranked fact or episode.", requires=("type", "id", "text")),
     ClientModel("Retrieval", "Retrieval", "How the results were found: the embeddings, or words only."),
     ClientModel(
@@ -124,9 +132,15 @@ def render(document: dict[str, Any]) -> str:
     """The source of models.py for `document` (docs/openapi.json), formatted as ruff would."""
     schemas = document["components"]["schemas"]
     names = {model.schema: model.name for model in CLIENT_MODELS}
-    classes = [_render_class(model, schemas[model.schema], names) for model in CLIENT_MODELS]
+    chunks: list[str] = []
+    aliases: dict[str, str] = {}  # the Literals too long for their field's line, by the name given them
+    for model in CLIENT_MODELS:
+        before = set(aliases)
+        source = _render_class(model, schemas[model.schema], names, aliases)
+        chunks += [_render_alias(name, aliases[name]) for name in aliases if name not in before]
+        chunks.append(source)
     mixins = sorted({mixin for model in CLIENT_MODELS for mixin in model.mixins})
-    public = sorted(model.name for model in CLIENT_MODELS)
+    public = sorted([*(model.name for model in CLIENT_MODELS), *aliases])
     header = [
         '"""The API\'s bodies as the client reads and sends them: generated from docs/openapi.json.',
         "",
@@ -145,10 +159,12 @@ def render(document: dict[str, Any]) -> str:
         *[f'    "{name}",' for name in ["FINAL_STATUSES", *public]],
         "]",
     ]
-    return "\n".join(header) + "\n" + "".join(f"\n\n{source}" for source in classes)
+    return "\n".join(header) + "\n" + "".join(f"\n\n{source}" for source in chunks)
 
 
-def _render_class(model: ClientModel, schema: dict[str, Any], names: dict[str, str]) -> str:
+def _render_class(
+    model: ClientModel, schema: dict[str, Any], names: dict[str, str], aliases: dict[str, str]
+) -> str:
     properties: dict[str, Any] = schema.get("properties", {})
     sent = [name for name in schema.get("required", []) if name in properties]
     unknown = set(model.requires) - set(sent)
@@ -159,7 +175,7 @@ def _render_class(model: ClientModel, schema: dict[str, Any], names: dict[str, s
     lines = [f"class {model.name}({', '.join([*model.mixins, 'ApiModel'])}):"]
     lines += _docstring(model, sent)
     lines.append("")
-    lines += [_render_field(model, name, properties[name], names) for name in order]
+    lines += [_render_field(model, name, properties[name], names, aliases) for name in order]
     for extra in model.client_fields:
         lines += [f"{INDENT}# {extra.comment}", f"{INDENT}{extra.name}: {extra.annotation} = {extra.default}"]
     return "\n".join(lines) + "\n"
@@ -176,8 +192,26 @@ def _docstring(model: ClientModel, sent: list[str]) -> list[str]:
     return [f'{INDENT}"""{wrapped[0]}', *body[:-1], f'{body[-1]}"""']
 
 
-def _render_field(model: ClientModel, name: str, schema: dict[str, Any], names: dict[str, str]) -> str:
-    annotation = python_type(schema, names)
+def _render_field(
+    model: ClientModel, name: str, schema: dict[str, Any], names: dict[str, str], aliases: dict[str, str]
+) -> str:
+    """The field's line; a `Literal` that would make it longer than ruff's line is named at module
+    level (`MemoryRecord.category` is a `MemoryRecordCategory`), which keeps the line whole."""
+    line = _field_line(model, name, schema, python_type(schema, names))
+    if len(line) <= WIDTH:
+        return line
+    literal = LITERAL.search(line)
+    if literal is None:
+        raise SchemaError(f"{model.name}.{name}: no way to fit its line in {WIDTH} characters")
+    alias = model.name + "".join(part.capitalize() for part in name.split("_"))
+    aliases[alias] = literal[0]
+    line = line.replace(literal[0], alias, 1)
+    if len(line) > WIDTH:
+        raise SchemaError(f"{model.name}.{name}: no way to fit its line in {WIDTH} characters")
+    return line
+
+
+def _field_line(model: ClientModel, name: str, schema: dict[str, Any], annotation: str) -> str:
     if name in model.requires:
         return f"{INDENT}{name}: {annotation}"
     nullable = annotation.endswith(" | None")
@@ -196,6 +230,23 @@ def _render_field(model: ClientModel, name: str, schema: dict[str, Any], names: 
     if default == "None" and not nullable:
         annotation += " | None"
     return f"{INDENT}{name}: {annotation} = {default}"
+
+
+# `Literal["a", "b"]`: the values are JSON strings (`python_literal`), which may hold a `]`.
+LITERAL = re.compile(r'Literal\[(?:"(?:[^"\\]|\\.)*"|[^\]"])*\]')
+
+
+def _render_alias(name: str, literal: str) -> str:
+    """`name = Literal[...]`, wrapped as ruff wraps one pair of brackets: the values on one line
+    of their own when they fit there, else one a line with a trailing comma."""
+    line = f"{name} = {literal}"
+    if len(line) <= WIDTH:
+        return line + "\n"
+    values = literal.removeprefix("Literal[").removesuffix("]")
+    if len(INDENT + values) <= WIDTH:
+        return f"{name} = Literal[\n{INDENT}{values}\n]\n"
+    each = [f"{INDENT}{json.dumps(value)}," for value in json.loads(f"[{values}]")]
+    return "\n".join([f"{name} = Literal[", *each, "]"]) + "\n"
 
 
 # A number the answer leaves out reads as zero, so `f"{result.score:.3f}"` never meets a None.

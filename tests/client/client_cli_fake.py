@@ -39,6 +39,7 @@ class Request:
 class FakeHippocampus:
     requests: list[Request] = field(default_factory=list)
     memories: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    records: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)  # newest first
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     accepted: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # new item ids, in order
     replays: int = 0  # requests answered from an Idempotency-Key record
@@ -130,6 +131,14 @@ class FakeHippocampus:
                 return envelope("not_found", 404, "no such fact")
             facts[:] = [f for f in facts if f["id"] != rest[1]]
             return 204, {}, None
+        if rest == ["records"] and method == "GET":
+            return self._records(key, query)
+        if rest[:1] == ["records"] and method == "DELETE":
+            records = self.records.get(key, [])
+            if not any(r["id"] == rest[1] for r in records):
+                return envelope("not_found", 404, "no such record")
+            records[:] = [r for r in records if r["id"] != rest[1]]
+            return 204, {}, None
         if rest == ["history"]:
             memory = self._memory(key)
             versions = [{"version": memory["version"], "memory": memory["memory"], "job_ids": []}]
@@ -152,6 +161,25 @@ class FakeHippocampus:
                 {"context": text, "word_count": len(text.split()), "sources": [{"type": "memory"}]},
             )
         return envelope("method_not_allowed", 405)
+
+    def _records(self, key: tuple[str, str], query: dict[str, str]) -> Answer:
+        """`GET …/memory/records` (docs/api.md "Records"); times compared as the UTC `Z` strings
+        the tests give, the cursor an offset."""
+        found = self.records.get(key, [])
+        as_of, known_at = query.get("as_of"), query.get("known_at")
+        if as_of:
+            found = [r for r in found if r["valid_from"] <= as_of and not (r["valid_to"] or "~") <= as_of]
+        if known_at:
+            found = [
+                r
+                for r in found
+                if r["recorded_at"] <= known_at and not (r["invalidated_at"] or "~") <= known_at
+            ]
+        if not (as_of or known_at or query.get("include_invalidated") == "true"):
+            found = [r for r in found if r["invalidated_at"] is None]
+        start, limit = int(query.get("cursor") or 0), int(query.get("limit", 20))
+        end = start + limit
+        return 200, {}, {"items": found[start:end], "next_cursor": str(end) if end < len(found) else None}
 
     # --- memory and jobs -----------------------------------------------------------------------
 

@@ -93,6 +93,71 @@ def test_query_context_and_history(fake: FakeHippocampus) -> None:
     assert document(run(fake, "history", "alice", json_output=True))["versions"][0]["version"] == 1
 
 
+BERLIN = {
+    "id": "rec_berlin", "text": "Caroline moved\nto Berlin.", "category": "location",
+    "valid_from": "2023-05-08T00:00:00Z", "valid_to": None, "recorded_at": "2026-12-05T11:02:17Z",
+    "invalidated_at": None, "superseded_by": None, "episode_ids": ["D1:3"], "job_id": "job-1", "agent_id": None,
+}  # fmt: skip
+PARIS = BERLIN | {
+    "id": "rec_paris", "text": "Caroline lived in Paris.", "valid_from": "2019-01-01T00:00:00Z",
+    "valid_to": "2023-05-08T00:00:00Z", "recorded_at": "2026-12-01T09:00:00Z",
+    "invalidated_at": "2026-12-05T11:02:17Z", "superseded_by": "rec_berlin",
+}  # fmt: skip
+BERLIN_LINE = "2023-05-08 location: Caroline moved to Berlin. [rec_berlin]"
+PARIS_LINE = (
+    "2019-01-01 location: Caroline lived in Paris. [rec_paris] (until 2023-05-08, superseded by rec_berlin)"
+)
+
+
+def test_records_prints_the_current_ones_or_all_of_them(fake: FakeHippocampus) -> None:
+    fake.records["acme", "alice"] = [BERLIN, PARIS]
+    current = run(fake, "records", "alice")
+    assert (current.exit_code, current.stdout, current.stderr) == (0, BERLIN_LINE + "\n", "")
+    assert fake.requests[-1].path == "/v1/tenants/acme/users/alice/memory/records"
+    assert fake.requests[-1].query == {"limit": "100"}
+    every = run(fake, "records", "alice", "--all")
+    assert every.stdout == f"{BERLIN_LINE}\n{PARIS_LINE}\n"
+    assert fake.requests[-1].query == {"limit": "100", "include_invalidated": "true"}
+    nothing = run(fake, "records", "bob")
+    assert (nothing.exit_code, nothing.stdout, nothing.stderr) == (0, "", "no records for bob\n")
+
+
+def test_records_as_of_and_known_at_a_past_time(fake: FakeHippocampus) -> None:
+    fake.records["acme", "alice"] = [BERLIN, PARIS]
+    then = run(fake, "records", "alice", "--as-of", "2022-06-01T00:00:00Z")
+    assert (then.exit_code, then.stdout) == (0, PARIS_LINE + "\n")  # where she lived in 2022
+    assert fake.requests[-1].query == {"limit": "100", "as_of": "2022-06-01T00:00:00Z"}
+    held = run(fake, "records", "alice", "--known-at", "2026-12-02T00:00:00Z", "--limit", "5")
+    assert held.stdout == PARIS_LINE + "\n"  # what the memory held before it learned of Berlin
+    assert fake.requests[-1].query == {"limit": "5", "known_at": "2026-12-02T00:00:00Z"}
+
+
+def test_records_json_and_every_page(fake: FakeHippocampus) -> None:
+    many = [BERLIN | {"id": f"rec_{n:03}", "valid_from": f"2020-01-01T00:{n // 60:02}:{n % 60:02}Z"}
+            for n in range(150)]  # fmt: skip
+    fake.records["acme", "alice"] = many
+    document_ = document(run(fake, "records", "alice", json_output=True))
+    assert [r["id"] for r in document_["items"]] == [r["id"] for r in many]
+    assert document_["items"][0] == many[0]  # the API's record, every field
+    assert [r.query.get("cursor") for r in fake.requests] == [None, "100"]
+    limited = run(fake, "records", "alice", "--limit", "3")
+    assert [line.split(" [")[1] for line in limited.stdout.splitlines()] == [
+        "rec_000]",
+        "rec_001]",
+        "rec_002]",
+    ]
+
+
+@pytest.mark.parametrize("bad", ["2022-06-01", "2022-06-01T00:00:00", "last year"])
+def test_records_refuses_a_time_without_its_offset_before_any_request(
+    fake: FakeHippocampus, bad: str
+) -> None:
+    for option in ("--as-of", "--known-at"):
+        result = run(fake, "records", "alice", option, bad)
+        assert result.exit_code == 2 and "is not an RFC 3339 timestamp" in result.stderr, result.output
+    assert fake.requests == []
+
+
 def test_export_to_stdout_and_to_a_file(fake: FakeHippocampus, tmp_path: Path) -> None:
     seed(fake)
     assert document(run(fake, "export", "alice"))["memory"]["memory"] == "Alice sells candles."
@@ -185,6 +250,20 @@ def test_forget_asks_unless_yes(fake: FakeHippocampus) -> None:
     assert fact.exit_code == 0 and "deleted fact f0 of alice" in fact.stdout
     gone = run(fake, "forget", "alice", "--fact", "f0", "--yes")
     assert (gone.exit_code, gone.stderr) == (1, "error: not_found (404): no such fact\n")
+    fake.records["acme", "alice"] = [BERLIN, PARIS]
+    record = run(fake, "forget", "alice", "--record", "rec_paris", input="y\n")
+    assert record.exit_code == 0 and "Delete record rec_paris of alice (tenant acme)?" in record.stderr
+    assert "deleted record rec_paris of alice" in record.stdout and fake.records["acme", "alice"] == [BERLIN]
+    assert fake.requests[-1].path == "/v1/tenants/acme/users/alice/memory/records/rec_paris"
+    assert document(run(fake, "forget", "alice", "--record", "rec_berlin", "-y", json_output=True)) == {
+        "deleted": True, "user_id": "alice", "record_id": "rec_berlin",
+    }  # fmt: skip
+    unknown = run(fake, "forget", "alice", "--record", "rec_berlin", "--yes")
+    assert (unknown.exit_code, unknown.stderr) == (1, "error: not_found (404): no such record\n")
+    sent = len(fake.requests)
+    both = run(fake, "forget", "alice", "--fact", "f0", "--record", "rec_paris", "--yes")
+    assert both.exit_code == 2 and "give --fact or --record, not both" in both.stderr
+    assert len(fake.requests) == sent
     forgot = run(fake, "forget", "alice", "-y", json_output=True)
     assert document(forgot) == {"deleted": True, "user_id": "alice"}
     assert fake.requests[-1].method == "DELETE" and fake.requests[-1].path.endswith("/users/alice/memory")
@@ -304,6 +383,8 @@ ID_ARGUMENTS = [
     (["export", "{}"], "'USER'"),
     (["forget", "{}", "--yes"], "'USER'"),
     (["forget", "alice", "--fact", "{}", "--yes"], "'--fact'"),
+    (["forget", "alice", "--record", "{}", "--yes"], "'--record'"),
+    (["records", "{}"], "'USER'"),
     (["add", "{}", "I sell candles."], "'USER'"),
     (["add", "alice", "I sell candles.", "--id", "{}"], "'--id'"),
     (["add", "alice", "Prefers email.", "--fact", "{}"], "'--fact'"),

@@ -87,19 +87,22 @@ def user_methods(user: Any) -> dict[str, Callable[[Any], Any]]:
         "history": lambda m: m.history(user),
         "facts": lambda m: m.facts(user),
         "episodes": lambda m: m.episodes(user),
+        "records": lambda m: m.records(user),
         "export": lambda m: m.export(user),
         "add": lambda m: m.add(user, "User: hi\nAssistant: hello"),
         "add_wait": lambda m: m.add(user, "User: hi\nAssistant: hello", wait=True),
         "put": lambda m: m.put(user, "Alice sells candles.", 1),
         "delete": lambda m: m.delete(user),
         "delete_fact": lambda m: m.delete_fact(user, "pref"),
+        "delete_record": lambda m: m.delete_record(user, "rec_1"),
     }
 
 
 def id_methods(value: Any) -> dict[str, Callable[[Any], Any]]:
-    """Every method that puts a fact, job or item id in a request."""
+    """Every method that puts a fact, record, job or item id in a request."""
     return {
         "delete_fact": lambda m: m.delete_fact("alice", value),
+        "delete_record": lambda m: m.delete_record("alice", value),
         "job": lambda m: m.job(value),
         "wait": lambda m: m.wait([value], timeout=0.5),
         "wait_jobs": lambda m: m.wait(["job-1", value], timeout=0.5),
@@ -154,7 +157,13 @@ def test_a_user_id_the_api_refuses_makes_no_request_on_any_method(
 def test_a_fact_job_or_item_id_the_api_refuses_makes_no_request(
     value: str, strict: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fields = {"delete_fact": "fact_id", "job": "job_id", "wait": "job_id", "wait_jobs": "job_id"}
+    fields = {
+        "delete_fact": "fact_id",
+        "delete_record": "record_id",
+        "job": "job_id",
+        "wait": "job_id",
+        "wait_jobs": "job_id",
+    }
     for name, method in id_methods(value).items():
         assert_refused({name: method}, strict, fields.get(name, "items[0].id"), caplog)
 
@@ -256,6 +265,7 @@ def endless_pages(method: str, path: str, body: bytes) -> tuple[int, dict[str, s
         page |= {"tenant_id": "acme", "user_id": "alice", "memory": None, "jobs": [job_body()]}
     else:
         page |= {"facts": [{"id": "f", "text": "t"}], "episodes": [{"id": "e", "text": "t"}]}
+        page |= {"items": [{"id": "r", "text": "t"}]}  # the records
     return json_answer(200, page)
 
 
@@ -269,6 +279,7 @@ def paged(user: str) -> dict[str, Callable[[Any], Any]]:
     return {
         "facts": lambda m: m.facts(user),
         "episodes": lambda m: m.episodes(user),
+        "records": lambda m: m.records(user, include_invalidated=True),
         "export": lambda m: m.export(user),
     }
 

@@ -47,12 +47,14 @@ def answer_for(name: str, payload: dict[str, Any]) -> Any:
         "export_memory": {**USER, "next_cursor": None},
         "get_job": job_body(status="completed"),
         "list_facts": {"facts": [], "next_cursor": None},
+        "list_records": {"items": [], "next_cursor": None},
         "query_memory": {"results": []},
         "get_context": {"context": "c", "word_count": 1},
         "ingest": {"jobs": [job_body()]},
         "put_memory": memory_body("New.", 2),
         "delete_memory": {},
         "delete_fact": {},
+        "delete_record": {},
     }[payload["action"]]
 
 
@@ -62,6 +64,17 @@ CASES: list[tuple[Callable[[MemoryClient], Any], str, dict[str, Any]]] = [
     (lambda m: m.export("alice"), "fn-get", {"action": "export_memory", **USER}),
     (lambda m: m.job("job-1"), "fn-get", {"action": "get_job", "tenant_id": "acme", "job_id": "job-1"}),
     (lambda m: m.facts("alice", limit=7), "fn-get", {"action": "list_facts", **USER, "limit": 7}),
+    (
+        lambda m: m.records("alice", as_of="2022-06-01T00:00:00Z", include_invalidated=True, limit=7),
+        "fn-get",
+        {
+            "action": "list_records",
+            **USER,
+            "limit": 7,
+            "as_of": "2022-06-01T00:00:00Z",
+            "include_invalidated": True,
+        },
+    ),
     (
         lambda m: m.query("alice", "q", top_k=2),
         "fn-recall",
@@ -84,6 +97,11 @@ CASES: list[tuple[Callable[[MemoryClient], Any], str, dict[str, Any]]] = [
     ),
     (lambda m: m.delete("alice"), "fn-ingest", {"action": "delete_memory", **USER}),
     (lambda m: m.delete_fact("alice", "f1"), "fn-ingest", {"action": "delete_fact", **USER, "fact_id": "f1"}),
+    (
+        lambda m: m.delete_record("alice", "rec_1"),
+        "fn-ingest",
+        {"action": "delete_record", **USER, "record_id": "rec_1"},
+    ),
 ]
 
 

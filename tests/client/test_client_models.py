@@ -6,6 +6,7 @@ import ast
 import copy
 import importlib.util
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -235,3 +236,29 @@ def test_the_request_options_have_the_shapes_of_the_document(options: str, schem
         assert mine | {("null",)} == documented | {("null",)}, (
             f"{options}.{name}: the client sends {describe(mine)}, the document says {describe(documented)}"
         )
+
+
+def ruff_formatted(source: str) -> str | None:
+    """`source` as `ruff format` writes it with the project's settings; None without ruff."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        return None
+    done = subprocess.run(
+        [str(ruff), "format", "--stdin-filename", str(ROOT / "client" / "models.py"), "-"],
+        input=source, capture_output=True, text=True, cwd=ROOT, timeout=60, check=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+def test_a_literal_too_long_for_its_line_is_named_and_wrapped_as_ruff_would() -> None:
+    source = generator().render(document())
+    assert "    category: MemoryRecordCategory | None = None\n" in source
+    assert 'MemoryRecordCategory = Literal[\n    "identity", "location", "work",' in source
+    longer = copy.deepcopy(document())
+    schema_of(longer, "MemoryRecord")["properties"]["category"]["enum"] += ["health", "education"]
+    wrapped = generator().render(longer)
+    assert 'MemoryRecordCategory = Literal[\n    "identity",\n    "location",\n' in wrapped  # one a line
+    for rendered in (source, wrapped):
+        ast.parse(rendered, feature_version=(3, 11))
+        formatted = ruff_formatted(rendered)
+        assert formatted in (None, rendered)

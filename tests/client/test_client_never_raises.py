@@ -26,6 +26,7 @@ def every_read(memory: MemoryClient) -> dict[str, Any]:
         "history": memory.history("alice"),
         "facts": memory.facts("alice"),
         "episodes": memory.episodes("alice"),
+        "records": memory.records("alice", as_of="2022-06-01T00:00:00Z"),
         "export": memory.export("alice"),
         "job": memory.job("job-1"),
         "wait": memory.wait(["job-1"], timeout=0.5),
@@ -39,6 +40,7 @@ def test_a_dead_endpoint_makes_reads_none_deletes_false_and_add_return_at_once()
     assert every_read(memory) == dict.fromkeys(every_read(memory), None)
     assert memory.delete("alice") is False
     assert memory.delete_fact("alice", "pref") is False
+    assert memory.delete_record("alice", "rec_1") is False
     assert memory.add("alice", "User: hi\nAssistant: hello") is None
     assert memory.flush(5) is False  # held, not lost: the circuit is open (client/README.md)
     assert (memory.writer_stats().queued, memory.writer_stats().failed) == (1, 0)

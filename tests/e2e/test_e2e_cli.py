@@ -52,6 +52,19 @@ def test_a_dot_dot_fact_id_erases_nothing(url: str, tenant: str, user: str) -> N
     assert [fact["id"] for fact in memory["facts"]] == ["contact"]
 
 
+def test_records_of_a_user_without_any_and_forgetting_one_that_is_not_there(
+    url: str, tenant: str, user: str
+) -> None:
+    listed = hippocampus(
+        url, tenant, "--json", "records", user, "--as-of", "2022-06-01T00:00:00+02:00", "--all"
+    )
+    assert listed.exit_code == 0 and as_json(listed) == {"items": []}, listed.output
+    empty = hippocampus(url, tenant, "records", user, "--known-at", "2022-06-01T00:00:00Z")
+    assert (empty.exit_code, empty.stdout) == (0, "") and f"no records for {user}" in empty.stderr
+    gone = hippocampus(url, tenant, "forget", user, "--record", "rec_none", "--yes")
+    assert gone.exit_code == 1 and gone.stderr.startswith("error: not_found (404)"), gone.output
+
+
 def test_a_backfill_resumed_is_a_no_op_and_restarted_stores_nothing_twice(
     url: str, tenant: str, tmp_path: Path
 ) -> None:

@@ -58,3 +58,15 @@ def test_a_lax_forget_erases_nothing(api: Api, tenant: str, user: str) -> None:
     assert all(result.is_error and "invalid_input" in str(result.content) for result in refused)
     assert "pydantic" not in str([result.content for result in refused])
     assert [fact["id"] for fact in memory_now.structured_content["facts"]] == ["contact"]
+
+
+def test_list_records_of_a_user_without_any(api: Api, tenant: str, user: str) -> None:
+    arguments = {"user_id": user, "as_of": "2022-06-01T00:00:00Z", "include_invalidated": True}
+
+    async def scenario(memory: MemoryClient) -> Any:
+        async with Client(build_server(memory)) as session:
+            return await session.call_tool("list_records", arguments)
+
+    with MemoryClient(endpoint=api.base_url, tenant=tenant, strict=True, timeout=ROOM_S) as memory:
+        listed = anyio.run(scenario, memory)
+    assert listed.structured_content == {"records": [], "more": False}, listed.content

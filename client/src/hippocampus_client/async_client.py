@@ -7,6 +7,7 @@ same background thread (writer.py), so nothing is lost when the event loop ends 
 
 import asyncio
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Self, TypeVar, Unpack
 
 from . import programs
@@ -14,8 +15,8 @@ from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
-from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
 T = TypeVar("T")
 
@@ -72,6 +73,19 @@ class AsyncMemoryClient(ClientBase):
         read = programs.ListRead(limit, self.policy.timeout)
         return await self._run(programs.episodes(self.tenant, user, read), "episodes")
 
+    async def records(
+        self,
+        user: str,
+        *,
+        as_of: datetime | str | None = None,
+        known_at: datetime | str | None = None,
+        include_invalidated: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryRecord] | None:
+        read = programs.ListRead(limit, self.policy.timeout)
+        view = RecordView(as_of, known_at, include_invalidated)
+        return await self._run(programs.records(self.tenant, user, read, view), "records")
+
     async def export(self, user: str) -> Export | None:
         return await self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
 
@@ -125,6 +139,9 @@ class AsyncMemoryClient(ClientBase):
 
     async def delete_fact(self, user: str, fact_id: str) -> bool:
         return await self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+
+    async def delete_record(self, user: str, record_id: str) -> bool:
+        return await self._run(programs.delete_record(self.tenant, user, record_id), "delete_record") is True
 
     # --- the background writer and the connections --------------------------------------------
 

@@ -47,7 +47,7 @@ class ItemOptions(TypedDict, total=False):
     occurred_at: datetime | str
 
 
-ResultKind = Literal["fact", "episode"]
+ResultKind = Literal["fact", "episode", "record"]
 
 
 class QueryOptions(TypedDict, total=False):

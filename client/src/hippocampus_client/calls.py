@@ -12,6 +12,7 @@ can send a request to a route other than the one it names (client/README.md, "Id
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote
@@ -21,7 +22,7 @@ from .identifiers import check_identifier
 
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
-ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id")
+ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id", "record_id")
 MEMORY = "/v1/tenants/{tenant_id}/users/{user_id}/memory"
 JOB = "/v1/tenants/{tenant_id}/jobs/{job_id}"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -34,7 +35,7 @@ class Call:
     method: str
     route: str  # the path template, `{name}` for each id; "" for an action with no HTTP route
     ids: dict[str, Any]  # the path's ids by name (an action with no route: its payload fields)
-    params: dict[str, str | int] = field(default_factory=dict)
+    params: dict[str, str | int | bool] = field(default_factory=dict)  # a bool is `true`/`false` in a URL
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     kind: str = READ  # reads get the client's `timeout`, writes its `write_timeout`
@@ -61,7 +62,7 @@ class Call:
         return self.ids | self.params | headers | body
 
     def log_ids(self) -> str:
-        """The ids of the call for logs: tenant, user, job or fact ids; never content."""
+        """The ids of the call for logs: tenant, user, job, fact or record ids; never content."""
         return " ".join(f"{name}={self.ids[name]}" for name in ID_FIELDS if name in self.ids)
 
 
@@ -111,10 +112,20 @@ def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
     return Call("get_job", "get_memory", "GET", JOB, {"tenant_id": tenant, "job_id": job_id}, budget=budget)
 
 
+ListName = Literal["facts", "episodes", "records"]
+
+
 def list_page(
-    tenant: str, user: str, what: Literal["facts", "episodes"], limit: int, cursor: str | None
+    tenant: str,
+    user: str,
+    what: ListName,
+    limit: int,
+    cursor: str | None,
+    filters: Mapping[str, str | bool] | None = None,
 ) -> Call:
-    params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+    """One page of a list route; `filters` are the list's own parameters (records: `as_of`, ...)."""
+    params: dict[str, str | int | bool] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+    params |= filters or {}
     return Call(f"list_{what}", "get_memory", "GET", f"{MEMORY}/{what}", _ids(tenant, user), params)
 
 
@@ -153,3 +164,8 @@ def delete_memory(tenant: str, user: str) -> Call:
 def delete_fact(tenant: str, user: str, fact_id: str) -> Call:
     ids = _ids(tenant, user) | {"fact_id": fact_id}
     return Call("delete_fact", "ingest", "DELETE", MEMORY + "/facts/{fact_id}", ids, kind=WRITE)
+
+
+def delete_record(tenant: str, user: str, record_id: str) -> Call:
+    ids = _ids(tenant, user) | {"record_id": record_id}
+    return Call("delete_record", "ingest", "DELETE", MEMORY + "/records/{record_id}", ids, kind=WRITE)

@@ -9,7 +9,7 @@ error of the API or of the connection is one line on stderr naming its code, and
 """
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import click
 
@@ -17,8 +17,8 @@ from ._version import __version__
 from .base import QueryOptions, ResultKind
 from .cli_add import add, known_jobs, wait_and_report
 from .cli_backfill import backfill
-from .cli_options import ID, accept_global_options, global_options
-from .cli_output import count, emit_json, indented, job_line, note, required
+from .cli_options import ID, TIMESTAMP, accept_global_options, global_options
+from .cli_output import count, emit_json, indented, job_line, note, record_line, required
 from .cli_redrive import redrive
 from .cli_settings import CliGroup, CliState, pass_state
 from .models import Memory
@@ -37,7 +37,7 @@ def cli(
     region: str | None,
     timeout: float,
 ) -> None:
-    """Per-user memory for LLM applications: read, add, recall, forget, import, redrive.
+    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive.
 
     Global options go before the command, or after it (client/README.md "CLI"):
 
@@ -84,14 +84,17 @@ def _print_details(memory: Memory) -> None:
         click.echo(f"  {fact.id}{title}: {' '.join(fact.text.split())}")
 
 
+KINDS: tuple[str, ...] = get_args(ResultKind)  # what `query --types` takes: the API's kinds
+
+
 def _split_types(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> list[ResultKind] | None:
     # `--types fact,episode` or `--types fact --types episode`: both read naturally.
     types = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    unknown = sorted(set(types) - {"fact", "episode"})
+    unknown = sorted(set(types) - set(KINDS))
     if unknown:
-        raise click.BadParameter(f"unknown type {', '.join(unknown)}: fact or episode")
+        raise click.BadParameter(f"unknown type {', '.join(unknown)}: {', '.join(KINDS[:-1])} or {KINDS[-1]}")
     return cast(list[ResultKind], types) or None  # each one checked above
 
 
@@ -110,7 +113,7 @@ def _filters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 @click.argument("user", type=ID)
 @click.argument("text", nargs=-1, required=True)
 @click.option("--top-k", type=click.IntRange(1, 50), help="How many results (1-50; service default 10).")
-@click.option("--types", multiple=True, callback=_split_types, help="fact, episode, or fact,episode.")
+@click.option("--types", multiple=True, callback=_split_types, help=f"Only these kinds: {','.join(KINDS)}.")
 @click.option("--alpha", type=click.FloatRange(0, 1), help="1: semantic only, 0: lexical only (0.5).")
 @click.option("--recency-bias", type=click.FloatRange(0, 1), help="Share of the score given to recency (0).")
 @click.option(
@@ -171,21 +174,64 @@ def context(state: CliState, user: str, query: tuple[str, ...], max_words: int) 
 
 @cli.command()
 @click.argument("user", type=ID)
+@click.option("--as-of", type=TIMESTAMP, metavar="TIMESTAMP", help="The records true at this time.")
+@click.option("--known-at", type=TIMESTAMP, metavar="TIMESTAMP", help="The records held at this time.")
+@click.option("--all", "include_invalidated", is_flag=True, help="The replaced records too.")
+@click.option("--limit", type=click.IntRange(min=1), help="The newest N only (default: every record).")
+@pass_state
+def records(
+    state: CliState,
+    user: str,
+    as_of: str | None,
+    known_at: str | None,
+    include_invalidated: bool,
+    limit: int | None,
+) -> None:
+    """Print USER's records, the dated statements about them, newest first: the current ones, or
+    those true --as-of a time (RFC 3339 with Z or an offset), or all of them (docs/api.md "Records")."""
+    found = required(
+        state.client().records(
+            user, as_of=as_of, known_at=known_at, include_invalidated=include_invalidated, limit=limit
+        )
+    )
+    if state.as_json:
+        emit_json({"items": found})
+        return
+    if not found:
+        note(f"no records for {user}")
+    for record in found:
+        click.echo(record_line(record))
+
+
+@cli.command()
+@click.argument("user", type=ID)
 @click.option("--fact", "fact_id", type=ID, metavar="ID", help="Delete this one fact only.")
+@click.option("--record", "record_id", type=ID, metavar="ID", help="Delete this one record only.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_state
-def forget(state: CliState, user: str, fact_id: str | None, yes: bool) -> None:
-    """Forget USER entirely: summary, facts, episodes, history, jobs (docs/api.md "Forgetting a user")."""
+def forget(state: CliState, user: str, fact_id: str | None, record_id: str | None, yes: bool) -> None:
+    """Forget USER entirely: summary, facts, records, episodes, history, jobs (docs/api.md
+    "Forgetting a user"); or, with --fact or --record, that one fact or record."""
+    if fact_id and record_id:
+        raise click.UsageError("give --fact or --record, not both")
     client = state.client()
-    what = f"fact {fact_id} of {user}" if fact_id else f"everything stored about {user}"
+    if fact_id:
+        what = f"fact {fact_id} of {user}"
+    elif record_id:
+        what = f"record {record_id} of {user}"
+    else:
+        what = f"everything stored about {user}"
     if not yes:
         click.confirm(f"Delete {what} (tenant {client.tenant})?", abort=True, err=True)
     if fact_id:
         client.delete_fact(user, fact_id)
+    elif record_id:
+        client.delete_record(user, record_id)
     else:
         client.delete(user)
     if state.as_json:
-        emit_json({"deleted": True, "user_id": user} | ({"fact_id": fact_id} if fact_id else {}))
+        one = {"fact_id": fact_id} if fact_id else {"record_id": record_id} if record_id else {}
+        emit_json({"deleted": True, "user_id": user} | one)
     else:
         click.echo(f"deleted {what}")
 

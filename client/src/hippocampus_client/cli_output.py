@@ -14,7 +14,7 @@ import click
 from pydantic import BaseModel
 
 from .errors import HippocampusError
-from .models import Job
+from .models import Job, MemoryRecord
 
 T = TypeVar("T")  # not PEP 695: the client supports Python 3.11 (client/pyproject.toml)
 EXIT_ERROR = 1
@@ -92,6 +92,24 @@ def job_line(job: Job) -> str:
     if job.error is not None:
         parts.append(f"error={job.error.code}: {job.error.message}".rstrip(": "))
     return " ".join(parts)
+
+
+def record_line(record: MemoryRecord) -> str:
+    """`2023-05-08 location: Moved to Berlin. [rec_…]`: when it became true, its category, its text
+    on one line and its id; a replaced one adds `(until 2024-02-01, superseded by rec_…)`."""
+    text = " ".join(record.text.split())
+    line = f"{_day(record.valid_from)} {record.category or '-'}: {text} [{record.id}]"
+    ended = [f"until {_day(record.valid_to)}"] if record.valid_to else []
+    if not ended and record.invalidated_at:
+        ended = [f"invalidated {_day(record.invalidated_at)}"]
+    if record.superseded_by:
+        ended.append(f"superseded by {record.superseded_by}")
+    return f"{line} ({', '.join(ended)})" if ended else line
+
+
+def _day(timestamp: str | None) -> str:
+    """The date of an RFC 3339 timestamp, as written (its own offset): `2023-05-08`."""
+    return timestamp[:10] if timestamp else "-"
 
 
 def count(number: int, noun: str) -> str:

@@ -6,7 +6,7 @@ request. The results are small models of their own, not the client's: their fiel
 output schema the agent reads, and stay the same when the API adds fields.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +18,7 @@ from .models import Job
 ID_PATTERN = IDENTIFIER_PATTERN  # the client's own check (identifiers.py), in every input schema
 NOT_BLANK = r"\S"  # a search, not a full match: at least one character that is not whitespace
 MAX_TEXT_CHARS, MAX_QUERY_CHARS, MAX_TITLE_CHARS = 32_000, 2_000, 256
-MAX_TOP_K, MAX_CONTEXT_WORDS, MAX_FACTS = 50, 2_000, 200
+MAX_TOP_K, MAX_CONTEXT_WORDS, MAX_FACTS, MAX_RECORDS = 50, 2_000, 200, 200
 MAX_WAIT_SECONDS = 60
 
 UserId = Annotated[
@@ -41,10 +41,14 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT
 Side = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=NOT_BLANK)]
 Kind = ResultKind
+KINDS: tuple[str, ...] = get_args(ResultKind)  # what `recall` may be limited to: the API's kinds
 
 
 class RecallHit(BaseModel):
-    type: str = Field(description="'fact' (stored verbatim) or 'episode' (a past conversation turn).")
+    type: str = Field(
+        description="'fact' (stored verbatim), 'episode' (a past conversation turn) or 'record' "
+        "(a dated statement about the user, as list_records gives it)."
+    )
     id: str
     text: str
     title: str | None = None
@@ -58,7 +62,7 @@ class RecallResult(BaseModel):
 
 
 class ContextSourceInfo(BaseModel):
-    type: str = Field(description="'memory' (the summary), 'fact' or 'episode'.")
+    type: str = Field(description="'memory' (the summary), 'fact', 'episode' or 'record'.")
     id: str | None = None
 
 
@@ -111,6 +115,25 @@ class MemoryResult(BaseModel):
     updated_at: str | None = None
     facts: list[FactInfo] = Field(description="The user's facts, in id order (at most max_facts of them).")
     facts_total: int
+
+
+class RecordInfo(BaseModel):
+    id: str
+    text: str
+    category: str | None = Field(
+        default=None,
+        description="identity, location, work, relationship, preference, possession, plan, event or other.",
+    )
+    valid_from: str | None = Field(default=None, description="When it became true in the world.")
+    valid_to: str | None = Field(default=None, description="When it stopped being true; null while it is.")
+    recorded_at: str | None = Field(default=None, description="When the memory learned it.")
+    invalidated_at: str | None = Field(default=None, description="When a newer statement replaced it.")
+    superseded_by: str | None = Field(default=None, description="The id of the record that replaced it.")
+
+
+class RecordsResult(BaseModel):
+    records: list[RecordInfo] = Field(description="Newest first by valid_from (at most max_records).")
+    more: bool = Field(description="True when older records were left out: raise max_records to see them.")
 
 
 class ForgetResult(BaseModel):

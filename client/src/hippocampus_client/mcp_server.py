@@ -1,11 +1,11 @@
 """`hippocampus-mcp`: the memory of one tenant's users as MCP tools, over stdio (client/README.md, "MCP server").
 
-`hippocampus-mcp --endpoint URL --tenant acme` serves five tools, `recall`, `get_context`,
-`remember`, `read_memory` and `forget`, through a strict `MemoryClient`: the tenant is fixed at
-start, so no tool takes one and an agent can reach no other tenant. Arguments are strict
-(mcp_arguments.py): no coercion, an unknown one refused by name. An error of the API comes
-back as a tool error naming its code, never as a crash of the server. Logs go to stderr (stdout
-is the protocol) and carry ids and codes only, never a user's content.
+`hippocampus-mcp --endpoint URL --tenant acme` serves six tools, `recall`, `get_context`,
+`remember`, `read_memory`, `list_records` and `forget`, through a strict `MemoryClient`: the
+tenant is fixed at start, so no tool takes one and an agent can reach no other tenant. Arguments
+are strict (mcp_arguments.py): no coercion, an unknown one refused by name. An error of the API
+comes back as a tool error naming its code, never as a crash of the server. Logs go to stderr
+(stdout is the protocol) and carry ids and codes only, never a user's content.
 """
 
 import argparse
@@ -40,8 +40,9 @@ ERASES = ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world
 INSTRUCTIONS = """\
 Long-term memory of the application's users (Hippocampus). Every tool takes the user_id of the
 user the conversation is with. At the start of a conversation call get_context with the user's
-message and put its text before your answer; use recall to search for something specific and
-read_memory to see everything stored. Call remember with each finished turn (user_message and
+message and put its text before your answer; use recall to search for something specific,
+read_memory to see the summary and the facts, and list_records for the dated statements about the
+user, now or at a past time (as_of). Call remember with each finished turn (user_message and
 assistant_message), or with text worth keeping; give a fact_id to store a fact verbatim.
 forget erases one fact, or with confirm=true everything about the user: only when asked to."""
 
@@ -56,6 +57,7 @@ def build_server(client: MemoryClient) -> MCPServer:
         (tools.get_context, "Get a user's context block", READS),
         (tools.remember, "Remember for a user", WRITES),
         (tools.read_memory, "Read a user's memory", READS),
+        (tools.list_records, "List a user's records", READS),
         (tools.forget, "Forget a user or one fact", ERASES),
     ]
     # The docstring, dedented, is what the agent reads of the tool; its arguments are strict.

@@ -1,4 +1,4 @@
-"""The five tools of `hippocampus-mcp` (client/README.md, "MCP server"), bound to one strict client.
+"""The six tools of `hippocampus-mcp` (client/README.md, "MCP server"), bound to one strict client.
 
 Each tool is a method of `MemoryTools`: its type hints are the tool's input schema (the API's
 limits, mcp_models.py), its docstring the description the agent reads, its result model the
@@ -17,8 +17,10 @@ from pydantic import Field
 from .base import QueryOptions
 from .errors import HippocampusError, InvalidInputError, WaitTimeoutError
 from .mcp_models import (
+    KINDS,
     MAX_CONTEXT_WORDS,
     MAX_FACTS,
+    MAX_RECORDS,
     MAX_TOP_K,
     MAX_WAIT_SECONDS,
     ContextResult,
@@ -32,6 +34,8 @@ from .mcp_models import (
     QueryText,
     RecallHit,
     RecallResult,
+    RecordInfo,
+    RecordsResult,
     RememberResult,
     Side,
     Text,
@@ -98,12 +102,13 @@ class MemoryTools:
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="How many results at most.")] = 10,
         types: Annotated[
             list[Kind] | None,
-            Field(min_length=1, max_length=2, description="Only these kinds; default both."),
+            Field(min_length=1, max_length=len(KINDS), description="Only these kinds; default all."),
         ] = None,
     ) -> RecallResult:
-        """Search the user's memory: their facts and past conversation turns ranked for `query`,
-        best first, each with its type, id, text and a score in [0, 1]. Nothing relevant: no results.
-        For the block to put before an answer use get_context instead."""
+        """Search the user's memory: their facts, records (dated statements about them) and past
+        conversation turns ranked for `query`, best first, each with its type, id, text and a score
+        in [0, 1]. Nothing relevant: no results. For the block to put before an answer use
+        get_context instead."""
         options: QueryOptions = {"top_k": top_k, "include_memory": False}
         if types:
             options["types"] = list(types)
@@ -121,8 +126,8 @@ class MemoryTools:
         max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS, description="Size bound.")] = 300,
     ) -> ContextResult:
         """What is known about the user, as one text block ready to put before your answer: the
-        summary, then the facts and past turns relevant to `query` (newest facts without one),
-        never over `max_words` words; `sources` name what it was built from."""
+        summary, then the facts, records and past turns relevant to `query` (newest facts without
+        one), never over `max_words` words; `sources` name what it was built from."""
         with _tool_errors("get_context"):
             context = _answered(self.client.context(user_id, query, max_words))
             return ContextResult(
@@ -192,6 +197,38 @@ class MemoryTools:
                 updated_at=memory.updated_at,
                 facts=[FactInfo.model_validate(f.model_dump()) for f in memory.facts[:max_facts]],
                 facts_total=len(memory.facts),
+            )
+
+    def list_records(
+        self,
+        user_id: UserId,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="Only the records true at this time, RFC 3339 with Z or an offset "
+                "(2022-06-01T00:00:00Z); default: the current ones."
+            ),
+        ] = None,
+        include_invalidated: Annotated[
+            bool, Field(description="Also the records a newer statement replaced (valid_to, superseded_by).")
+        ] = False,
+        max_records: Annotated[
+            int, Field(ge=1, le=MAX_RECORDS, description="Records to return at most, newest first.")
+        ] = 50,
+    ) -> RecordsResult:
+        """The user's records: dated statements about them (where they live, their work, plans,
+        relationships, ...), newest first by when they became true. By default the ones true now;
+        `as_of` gives those true at that time ("where did they live in 2022?"), and
+        `include_invalidated` adds those since replaced, each with `valid_to` and `superseded_by`."""
+        with _tool_errors("list_records"):
+            found = _answered(
+                self.client.records(
+                    user_id, as_of=as_of, include_invalidated=include_invalidated, limit=max_records + 1
+                )
+            )
+            return RecordsResult(
+                records=[RecordInfo.model_validate(r.model_dump()) for r in found[:max_records]],
+                more=len(found) > max_records,
             )
 
     def forget(

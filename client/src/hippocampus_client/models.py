@@ -22,10 +22,13 @@ __all__ = [
     "Job",
     "JobError",
     "Memory",
+    "MemoryRecord",
+    "MemoryRecordCategory",
     "MemoryVersion",
     "Pair",
     "QueryAnswer",
     "QueryResult",
+    "QueryResultCategory",
     "Retrieval",
 ]
 
@@ -106,11 +109,39 @@ class Episode(ApiModel):
     title: str | None = None
 
 
+MemoryRecordCategory = Literal[
+    "identity", "location", "work", "relationship", "preference", "possession", "plan", "event", "other"
+]
+
+
+class MemoryRecord(ApiModel):
+    """One dated statement about the user (docs/api.md "Records"); `valid_to`, `invalidated_at` and
+    `superseded_by` are set once a newer statement replaced it. Always in the answer: `id`, `text`,
+    `category`, `valid_from`, `recorded_at`."""
+
+    id: str
+    text: str
+    category: MemoryRecordCategory | None = None
+    valid_from: str | None = None
+    recorded_at: str | None = None
+    agent_id: str | None = None
+    episode_ids: list[str] = Field(default_factory=list)
+    invalidated_at: str | None = None
+    job_id: str | None = None
+    superseded_by: str | None = None
+    valid_to: str | None = None
+
+
+QueryResultCategory = Literal[
+    "identity", "location", "work", "relationship", "preference", "possession", "plan", "event", "other"
+]
+
+
 class QueryResult(ApiModel):
     """One ranked fact or episode. Always in the answer: `type`, `id`, `text`, `score`, `metadata`,
     `additional_metadata`, `created_at`, `updated_at`."""
 
-    type: Literal["fact", "episode"]
+    type: Literal["fact", "episode", "record"]
     id: str
     text: str
     score: float = 0.0
@@ -118,8 +149,11 @@ class QueryResult(ApiModel):
     additional_metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: str | None = None
     updated_at: str | None = None
+    category: QueryResultCategory | None = None
     occurred_at: str | None = None
     title: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 class Retrieval(ApiModel):
@@ -144,7 +178,7 @@ class QueryAnswer(ApiModel):
 class ContextSource(ApiModel):
     """What a context block was built from. Always in the answer: `type`."""
 
-    type: Literal["memory", "fact", "episode"]
+    type: Literal["memory", "fact", "episode", "record"]
     id: str | None = None
 
 
@@ -172,6 +206,7 @@ class Export(ApiModel):
     jobs: list[Job] = Field(default_factory=list)
     episodes: list[Episode] = Field(default_factory=list)
     next_cursor: str | None = None
+    records: list[MemoryRecord] = Field(default_factory=list)
 
 
 class Pair(ApiModel):

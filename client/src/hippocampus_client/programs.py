@@ -12,15 +12,17 @@ export share the read's `timeout`, the polls of `wait` its own (client/README.md
 import time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from . import calls
-from .calls import Call, Reply, Sleep
+from .calls import Call, ListName, Reply, Sleep
 from .errors import MalformedResponseError, RequestTimeoutError, WaitTimeoutError
 from .identifiers import check_identifier
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .timestamps import occurred_at
 
 # TypeVars, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
 T = TypeVar("T")
@@ -137,6 +139,11 @@ def delete_fact(tenant: str, user: str, fact_id: str) -> Program[bool]:
     return True
 
 
+def delete_record(tenant: str, user: str, record_id: str) -> Program[bool]:
+    yield calls.delete_record(tenant, user, record_id)
+    return True
+
+
 class Pages:
     """The cursors of one paged read: all pages within one budget, no cursor followed twice."""
 
@@ -192,16 +199,44 @@ class ListRead:
     budget: float
 
 
+@dataclass(frozen=True)
+class RecordView:
+    """Which records to list (docs/api.md "Records"): those true at `as_of`, those the service held
+    at `known_at`, the invalidated ones too with `include_invalidated`; by default the current ones."""
+
+    as_of: datetime | str | None = None
+    known_at: datetime | str | None = None
+    include_invalidated: bool = False
+
+    def filters(self) -> dict[str, str | bool]:
+        """The list's parameters, each time checked as `occurred_at` is (timestamps.py):
+        `InvalidInputError` naming `as_of` or `known_at`, before any request."""
+        found: dict[str, str | bool] = {}
+        for name, value in (("as_of", self.as_of), ("known_at", self.known_at)):
+            if value is not None:
+                found[name] = occurred_at(value, name)
+        if self.include_invalidated:
+            found["include_invalidated"] = True
+        return found
+
+
 def _pages(  # noqa: UP047 - Python 3.11
-    tenant: str, user: str, what: Literal["facts", "episodes"], model: type[M], read: ListRead
+    tenant: str,
+    user: str,
+    what: ListName,
+    model: type[M],
+    read: ListRead,
+    filters: dict[str, str | bool] | None = None,
 ) -> Program[list[M]]:
+    key = "items" if what == "records" else what  # the answer's list: `{"items": [...]}` for records
     pages = Pages(read.budget)
     found: list[M] = []
     cursor: str | None = None
     while read.limit is None or len(found) < read.limit:
         size = PAGE_SIZE if read.limit is None else min(PAGE_SIZE, read.limit - len(found))
-        reply = yield replace(calls.list_page(tenant, user, what, size, cursor), budget=pages.remaining())
-        found += _list_of(model, reply, what)
+        page = calls.list_page(tenant, user, what, size, cursor, filters)
+        reply = yield replace(page, budget=pages.remaining())
+        found += _list_of(model, reply, key)
         cursor = pages.follow(reply.data.get("next_cursor"), reply)
         if cursor is None:
             break
@@ -214,3 +249,8 @@ def facts(tenant: str, user: str, read: ListRead) -> Program[list[Fact]]:
 
 def episodes(tenant: str, user: str, read: ListRead) -> Program[list[Episode]]:
     return (yield from _pages(tenant, user, "episodes", Episode, read))
+
+
+def records(tenant: str, user: str, read: ListRead, view: RecordView) -> Program[list[MemoryRecord]]:
+    filters = view.filters()  # checked when the program starts: a bad time sends nothing
+    return (yield from _pages(tenant, user, "records", MemoryRecord, read, filters))

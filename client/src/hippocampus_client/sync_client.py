@@ -8,6 +8,7 @@ never content. `add` returns at once and sends in the background.
 
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Self, TypeVar, Unpack
 
 from . import programs
@@ -15,8 +16,8 @@ from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryVersion, QueryAnswer
-from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program
+from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
 T = TypeVar("T")
 
@@ -83,6 +84,23 @@ class MemoryClient(ClientBase):
         read = programs.ListRead(limit, self.policy.timeout)
         return self._run(programs.episodes(self.tenant, user, read), "episodes")
 
+    def records(
+        self,
+        user: str,
+        *,
+        as_of: datetime | str | None = None,
+        known_at: datetime | str | None = None,
+        include_invalidated: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryRecord] | None:
+        """The user's records, newest first by `valid_from` (all, or the first `limit`), every page
+        within the read `timeout`: the current ones; those true at `as_of`; those the service held
+        at `known_at`; with `include_invalidated`, the replaced ones too (docs/api.md "Records").
+        A time is an aware `datetime` or an RFC 3339 string, checked before any request. None on error."""
+        read = programs.ListRead(limit, self.policy.timeout)
+        view = RecordView(as_of, known_at, include_invalidated)
+        return self._run(programs.records(self.tenant, user, read, view), "records")
+
     def export(self, user: str) -> Export | None:
         """Everything stored about the user, every page merged, within the read `timeout`; None on error."""
         return self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
@@ -148,6 +166,10 @@ class MemoryClient(ClientBase):
     def delete_fact(self, user: str, fact_id: str) -> bool:
         """Delete one fact; False on error (an unknown fact included)."""
         return self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+
+    def delete_record(self, user: str, record_id: str) -> bool:
+        """Delete one record; False on error (an unknown record included)."""
+        return self._run(programs.delete_record(self.tenant, user, record_id), "delete_record") is True
 
     # --- the background writer and the connections --------------------------------------------
 

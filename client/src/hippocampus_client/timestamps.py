@@ -7,6 +7,9 @@ before any request, with `InvalidInputError` naming the field: a string without 
 date alone, a naive `datetime`. A timezone-aware `datetime` is sent as RFC 3339 (`isoformat`,
 e.g. "+00:00"). The bound in the future (5 minutes) is the service's to check, by its own clock
 (client/README.md "Methods").
+
+The same rule holds for the other times the client sends: `as_of` and `known_at` of `records`
+(`occurred_at(value, "as_of")` names the field it checks).
 """
 
 import re
