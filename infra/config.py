@@ -40,6 +40,7 @@ from hippocampus.contracts.names import (
     default_model,
     max_llm_timeout_s,
 )
+from hippocampus.contracts.records import DEFAULT_MAX_RECORDS
 
 CONTEXT_KEY: Final = "hippocampus"
 DEFAULT_CDK_JSON: Final = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -112,6 +113,12 @@ class DeploymentConfig(BaseModel):
     )
     max_episodes: int = Field(
         2_000, ge=1, le=10_000, description="Newest condensed turns kept per user for recall."
+    )
+    max_records: int = Field(
+        DEFAULT_MAX_RECORDS,
+        ge=10,
+        le=10_000,
+        description="Records kept per user (the oldest invalidated trimmed first, then the oldest current).",
     )
 
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")

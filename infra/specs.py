@@ -97,6 +97,7 @@ def function_environments(
         **_llm(config),
         **_embeddings(config),
         "MEMORY_MAX_EPISODES": str(config.max_episodes),
+        "MEMORY_MAX_RECORDS": str(config.max_records),
         "MEMORY_DLQ_URL": resources.dlq_url,
         "MEMORY_QUEUE_URL": resources.queue_url,  # the redrive sends dead letters back there
     }

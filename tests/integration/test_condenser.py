@@ -31,6 +31,7 @@ class FakeLlm:
         if self.error:
             raise self.error
         new = prompt.split(NEW_CONTENT_BEGIN, 1)[1].split(NEW_CONTENT_END, 1)[0].strip()
+        new = "\n".join(line for line in new.splitlines() if not line.startswith("Item id:"))
         old = prompt.split("<<<OLD_MEMORY>>>", 1)[1].split("<<<END_OLD_MEMORY>>>", 1)[0].strip()
         merged = " ".join(part for part in (old, new) if part)
         return LlmResult(merged, prompt_tokens=len(prompt.split()), completion_tokens=len(merged.split()))
@@ -150,7 +151,7 @@ def test_llm_failure_keeps_memory_and_fails_the_job_after_the_last_attempt(servi
 def test_an_empty_llm_answer_keeps_the_memory_and_the_item_is_retried(service, llm):
     service.call("PUT", USER, {"memory": "Alice sells candles.", "expected_version": 0})
     [job_id] = ingest(service, "Alice moved to Porto.")
-    llm.complete = lambda system, prompt, timeout_s=None: LlmResult("   ")
+    llm.complete = lambda system, prompt, timeout_s=None, schema=None: LlmResult("   ")
     messages = service.receive()
     assert service.deliver(messages, receive_count=1) == {messages[0]["MessageId"]}
     retrying = job(service, job_id)
@@ -166,7 +167,7 @@ def test_one_users_failure_does_not_block_another(service, llm):
     messages = service.receive()
     original = llm.complete
 
-    def fail_for_alice(system, prompt, timeout_s=None):
+    def fail_for_alice(system, prompt, timeout_s=None, schema=None):
         if "Alice" in prompt:
             raise ConnectionError("boom")
         return original(system, prompt, timeout_s)
@@ -303,7 +304,9 @@ def test_every_llm_call_is_capped_by_the_invocation_time_left(service, llm):
 
     seen: list[float | None] = []
     original = llm.complete
-    llm.complete = lambda system, prompt, timeout_s=None: seen.append(timeout_s) or original(system, prompt)
+    llm.complete = lambda system, prompt, timeout_s=None, schema=None: (
+        seen.append(timeout_s) or original(system, prompt)
+    )
     ingest(service, "Alice fact.")
     service.deliver(service.receive(), context=Context(remaining_ms=50_000))
     [timeout_s] = seen
@@ -312,7 +315,7 @@ def test_every_llm_call_is_capped_by_the_invocation_time_left(service, llm):
 
 def test_a_summary_of_huge_words_is_held_to_the_character_bound(service, llm):
     giant = "x" * 25_000
-    llm.complete = lambda system, prompt, timeout_s=None: LlmResult(" ".join([giant] * 20))
+    llm.complete = lambda system, prompt, timeout_s=None, schema=None: LlmResult(" ".join([giant] * 20))
     [job_id] = ingest(service, "Alice fact.")
     service.drain()
     stored = memory(service)

@@ -39,15 +39,27 @@ def move_to_berlin(service: Any) -> None:
         ScriptedModel(
             answer(
                 "Alice lives in Paris and likes tea.",
-                {"op": "add", "text": "Alice lives in Paris.", "category": "location", "source_items": ["t1"]},
+                {
+                    "op": "add",
+                    "text": "Alice lives in Paris.",
+                    "category": "location",
+                    "source_items": ["t1"],
+                },
                 {"op": "add", "text": "Alice likes tea.", "category": "preference", "source_items": ["t1"]},
             )
         )
     )
-    ingest(service, {"id": "t1", "text": "I live in Paris and like tea.", "occurred_at": "2023-05-08T10:00:00Z"})
+    ingest(
+        service, {"id": "t1", "text": "I live in Paris and like tea.", "occurred_at": "2023-05-08T10:00:00Z"}
+    )
     assert service.drain() >= 1
     paris = next(record for record in records(service) if "Paris" in record["text"])
-    replace = {"op": "invalidate", "record_id": paris["id"], "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    replace = {
+        "op": "invalidate",
+        "record_id": paris["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
     service.condense_with(ScriptedModel(answer("Alice lives in Berlin and likes tea.", replace)))
     ingest(service, {"id": "t2", "text": "I moved to Berlin.", "occurred_at": "2024-03-01T10:00:00Z"})
     assert service.drain() >= 1
@@ -69,7 +81,11 @@ def test_records_are_kept_over_time_and_a_memory_read_never_reads_them(service: 
     items = client.query(
         TableName=aws.table_name,
         KeyConditionExpression="pk = :pk AND sk BETWEEN :from AND :to",
-        ExpressionAttributeValues={":pk": {"S": f"T#{T}#U#{U}"}, ":from": {"S": "FACT#"}, ":to": {"S": "MEMORY"}},
+        ExpressionAttributeValues={
+            ":pk": {"S": f"T#{T}#U#{U}"},
+            ":from": {"S": "FACT#"},
+            ":to": {"S": "MEMORY"},
+        },
     )["Items"]
     assert [item["sk"]["S"] for item in items] == ["MEMORY"]
     body = service.call("GET", MEMORY).body

@@ -45,6 +45,7 @@ EXPORT = MEMORY + "/export"
 FACT = MEMORY + "/facts/f1"
 FACTS = MEMORY + "/facts"
 EPISODES = MEMORY + "/episodes"
+RECORDS = MEMORY + "/records"
 QUERY = MEMORY + "/query"
 CONTEXT = MEMORY + "/context"
 JOB = f"{TENANT}/jobs/job-1"
@@ -425,6 +426,9 @@ ROUTES_WITH_IDS = [
     ("GET", f"{TENANT}/users/{{id}}/memory/history", "user_id"),
     ("GET", f"{TENANT}/users/{{id}}/memory/export", "user_id"),
     ("DELETE", MEMORY + "/facts/{id}", "fact_id"),
+    ("DELETE", MEMORY + "/records/{id}", "record_id"),
+    ("DELETE", MEMORY + "/episodes/{id}", "episode_id"),
+    ("GET", f"{TENANT}/users/{{id}}/memory/records", "user_id"),
     ("GET", TENANT + "/jobs/{id}", "job_id"),
     ("GET", "/v1/tenants/{id}/users/alice/memory", "tenant_id"),
 ]
@@ -464,24 +468,59 @@ QUERY_CASES = [
     }.items()
 ]
 
-LIST_CASES = [
-    _case(Http("GET", f"{path}?limit={value}"), 422, "validation_error", "limit", f"{name} limit={value!r}")
-    for name, path in (("facts", FACTS), ("episodes", EPISODES))
-    for value in ("0", "101", "abc", "1.5", "", *NOT_DIGITS)
-] + [
-    _case(Http("GET", f"{path}?cursor={value}"), 422, "validation_error", "cursor", f"{name} cursor={case}")
-    for name, path in (("facts", FACTS), ("episodes", EPISODES))
-    for case, value in {
-        "empty": "",
-        "not base64": "%%%",
-        "base64 of text": "aGVsbG8",
-        "a list of numbers": "WzEsMl0",
-        "a time without offset": "WyIyMDI2LTEyLTAxVDAwOjAwOjAwIiwieCJd",
-        "not a time": "WyJ5ZXN0ZXJkYXkiLCJ4Il0",
-        "1025 chars": "A" * 1025,
-        "100,000 chars": "A" * 100_000,
-    }.items()
-]
+LIST_CASES = (
+    [
+        _case(
+            Http("GET", f"{path}?limit={value}"), 422, "validation_error", "limit", f"{name} limit={value!r}"
+        )
+        for name, path in (("facts", FACTS), ("episodes", EPISODES), ("records", RECORDS))
+        for value in ("0", "101", "abc", "1.5", "", *NOT_DIGITS)
+    ]
+    + [
+        _case(
+            Http("GET", f"{RECORDS}?{name}={value}"),
+            422,
+            "validation_error",
+            name,
+            f"records {name}={value!r}",
+        )
+        for name in ("as_of", "known_at")
+        for value in (
+            "2023-05-08",
+            "2023-05-08T10:00:00",
+            "yesterday",
+            "",
+            "1683540000",
+            "2023-13-01T00:00:00Z",
+        )
+    ]
+    + [
+        _case(
+            Http("GET", f"{RECORDS}?include_invalidated={value}"),
+            422,
+            "validation_error",
+            "include_invalidated",
+            f"records include_invalidated={value!r}",
+        )
+        for value in ("1", "yes", "True", "", "on")
+    ]
+    + [
+        _case(
+            Http("GET", f"{path}?cursor={value}"), 422, "validation_error", "cursor", f"{name} cursor={case}"
+        )
+        for name, path in (("facts", FACTS), ("episodes", EPISODES))
+        for case, value in {
+            "empty": "",
+            "not base64": "%%%",
+            "base64 of text": "aGVsbG8",
+            "a list of numbers": "WzEsMl0",
+            "a time without offset": "WyIyMDI2LTEyLTAxVDAwOjAwOjAwIiwieCJd",
+            "not a time": "WyJ5ZXN0ZXJkYXkiLCJ4Il0",
+            "1025 chars": "A" * 1025,
+            "100,000 chars": "A" * 100_000,
+        }.items()
+    ]
+)
 
 
 def query(**fields: Any) -> bytes:
@@ -633,6 +672,18 @@ DIRECT = {
     "list_facts: limit 0": ("get_memory", act("list_facts", limit=0), "limit"),
     "list_episodes: cursor not ours": ("get_memory", act("list_episodes", cursor="bm9wZQ"), "cursor"),
     "list_facts without user_id": ("get_memory", act("list_facts", user_id=None), "user_id"),
+    "list_records: as_of without offset": (
+        "get_memory",
+        act("list_records", as_of="2023-05-08T10:00:00"),
+        "as_of",
+    ),
+    "list_records: include_invalidated a string": (
+        "get_memory",
+        act("list_records", include_invalidated="true"),
+        "include_invalidated",
+    ),
+    "delete_record without record_id": ("ingest", act("delete_record"), "record_id"),
+    "forget_episode: episode_id a path": ("ingest", act("forget_episode", episode_id="../x"), "episode_id"),
     "query_memory without request": ("recall", act("query_memory"), "query"),
     "query_memory: a body field at the top": ("recall", act("query_memory", query=5), "query"),
     "get_health with an unknown field": ("get_memory", {"action": "get_health", "x": 1}, "x"),

@@ -318,6 +318,8 @@ def test_offline_reads_fences_not_prose_naming_them() -> None:
 
 
 def test_offline_keeps_durable_facts_through_five_condensations() -> None:
+    """Without records in view (a condenser driven alone), the stand-in merges sentences as before
+    records existed; through the condenser's records it rebuilds from them (test_offline_records.py)."""
     condenser = Condenser(OfflineModel(50), 50)
     turns = [
         CondenseInput(
@@ -337,7 +339,7 @@ def test_offline_keeps_durable_facts_through_five_condensations() -> None:
         assert outcome.llm_calls == 1 and outcome.word_count <= 50
         memory = outcome.memory
     assert memory == (
-        "My name is Alice, I sell handmade candles on Shopify. I prefer dark mode in every app. "
-        "I live in Munich now. My goal is to reach 1000 orders by December."
+        "The user's name is Alice. Alice sells handmade candles on Shopify. I prefer dark mode in every "
+        "app. I live in Munich now. My goal is to reach 1000 orders by December."
     )
     assert memory is not None and "Berlin" not in memory and "Nice to meet you" not in memory

@@ -142,8 +142,8 @@ def test_the_prompt_shows_each_item_with_its_date_oldest_first_and_today(ports):
     after = spoken_date(datetime.now(UTC), with_time=False)
 
     [prompt] = model.prompts
-    assert "Item date: Monday 8 May 2023, 15:56 UTC+02:00\nI live in Paris." in prompt
-    assert "Item date: Friday 1 March 2024, 10:00 UTC\nI moved to Berlin." in prompt
+    assert "Item date: Monday 8 May 2023, 15:56 UTC+02:00\nItem id: a\nI live in Paris." in prompt
+    assert "Item date: Friday 1 March 2024, 10:00 UTC\nItem id: b\nI moved to Berlin." in prompt
     assert prompt.index("I live in Paris.") < prompt.index("I moved to Berlin.") < prompt.index("a bike")
     assert f"Today's date: {before}" in prompt or f"Today's date: {after}" in prompt
     assert "absolute dates" in prompt  # the built-in prompt asks for "yesterday" as a date

@@ -154,7 +154,9 @@ def test_every_error_status_has_the_envelope(document: dict[str, Any]) -> None:
         assert 405 not in found  # another method's answer, never this operation's
         # Every route but health reads or writes a store.
         assert (503 in found) == (operation_id != "getHealth"), operation_id
-        assert (409 in found) == (operation_id in {"ingestMemory", "putMemory"}), operation_id
+        assert (409 in found) == (operation_id in {"ingestMemory", "putMemory", "forgetEpisode"}), (
+            operation_id
+        )
     error_body = document["components"]["schemas"]["ErrorBody"]
     assert set(error_body["properties"]) == {"code", "message", "status", "details"}
 

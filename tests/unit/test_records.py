@@ -21,16 +21,30 @@ NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 def answer(summary: str, *operations: dict[str, Any]) -> str:
     keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
-    return json.dumps({"summary": summary, "operations": [{k: op.get(k) for k in keys} | op for op in operations]})
+    return json.dumps(
+        {"summary": summary, "operations": [{k: op.get(k) for k in keys} | op for op in operations]}
+    )
 
 
 def add(text: str, category: str, *sources: str, valid_from: str | None = None) -> dict[str, Any]:
-    return {"op": "add", "text": text, "category": category, "source_items": list(sources), "valid_from": valid_from}
+    return {
+        "op": "add",
+        "text": text,
+        "category": category,
+        "source_items": list(sources),
+        "valid_from": valid_from,
+    }
 
 
 def record(record_id: str, text: str, category: str, since: datetime, **extra: Any) -> MemoryRecord:
     return MemoryRecord(
-        id=record_id, text=text, category=category, valid_from=since, recorded_at=since, episode_ids=["t0"], **extra
+        id=record_id,
+        text=text,
+        category=category,
+        valid_from=since,
+        recorded_at=since,
+        episode_ids=["t0"],
+        **extra,
     )
 
 
@@ -88,7 +102,11 @@ def test_a_newer_statement_supersedes_only_the_record_it_names():
     by_id = {write.record.id: write.record for write in changes.writes}
     berlin = next(r for r in by_id.values() if r.text == "Alice moved to Berlin.")
     old = by_id["rec_1"]
-    assert (old.text, old.superseded_by, old.valid_to) == ("Alice lives in Paris.", berlin.id, berlin.valid_from)
+    assert (old.text, old.superseded_by, old.valid_to) == (
+        "Alice lives in Paris.",
+        berlin.id,
+        berlin.valid_from,
+    )
     assert old.invalidated_at == NOW and berlin.is_current and berlin.category == "location"
     assert "rec_2" not in by_id  # an unrelated record of any category is left as it is
     assert (changes.applied, changes.dropped) == (1, 0)
@@ -131,7 +149,9 @@ def test_an_older_statement_arriving_later_is_kept_as_already_superseded():
 
 
 def test_validity_defaults_to_the_date_of_the_item_it_came_from_and_sources_name_episodes():
-    items = Burst([], [SourceItem("t1", datetime(2023, 5, 8, tzinfo=UTC), "j1"), SourceItem("t2", NOW, "j2")], NOW, 50)
+    items = Burst(
+        [], [SourceItem("t1", datetime(2023, 5, 8, tzinfo=UTC), "j1"), SourceItem("t2", NOW, "j2")], NOW, 50
+    )
     cited, uncited, future = apply_operations(
         [
             op(op="add", text="Alice adopted a dog.", category="event", source_items=["t1"]),
@@ -149,10 +169,14 @@ def test_validity_defaults_to_the_date_of_the_item_it_came_from_and_sources_name
 
 
 def test_an_answer_that_breaks_the_schema_is_asked_again_once():
-    model = ScriptedModel('{"summary": 3}', answer("Alice sells candles.", add("Alice sells candles.", "work")))
+    model = ScriptedModel(
+        '{"summary": 3}', answer("Alice sells candles.", add("Alice sells candles.", "work"))
+    )
     outcome = Condenser(model, 50).condense(None, [_input()])
     assert model.calls == 2 and "did not match the JSON schema" in model.prompts[1]
-    assert outcome.memory == "Alice sells candles." and len(outcome.operations) == 1 and outcome.schema_retried
+    assert (
+        outcome.memory == "Alice sells candles." and len(outcome.operations) == 1 and outcome.schema_retried
+    )
 
 
 def test_twice_broken_keeps_the_summary_alone():
@@ -207,7 +231,12 @@ def test_as_of_and_known_at_answer_what_was_true_and_what_was_known(ports):
     condense(ports, answer("Alice lives in Paris.", add("Alice lives in Paris.", "location", "t1")))
     [paris] = records(ports)
     ingest(ports, {"id": "t2", "text": "I moved to Berlin.", "occurred_at": "2024-03-01T10:00:00Z"})
-    move = {"op": "invalidate", "record_id": paris["id"], "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    move = {
+        "op": "invalidate",
+        "record_id": paris["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
     condense(ports, answer("Alice lives in Berlin.", move))
     assert [r["text"] for r in records(ports)] == ["Alice lives in Berlin."]
     assert [r["text"] for r in records(ports, "?include_invalidated=true")] == [
@@ -215,10 +244,14 @@ def test_as_of_and_known_at_answer_what_was_true_and_what_was_known(ports):
         "Alice lives in Paris.",
     ]
     assert [r["text"] for r in records(ports, "?as_of=2023-12-31T00:00:00Z")] == ["Alice lives in Paris."]
-    assert [r["text"] for r in records(ports, "?as_of=2024-06-01T00:00:00%2B02:00")] == ["Alice lives in Berlin."]
+    assert [r["text"] for r in records(ports, "?as_of=2024-06-01T00:00:00%2B02:00")] == [
+        "Alice lives in Berlin."
+    ]
     learned_berlin = records(ports)[0]["recorded_at"]
     before = (datetime.fromisoformat(learned_berlin) - timedelta(microseconds=1)).isoformat()
-    assert [r["text"] for r in records(ports, f"?known_at={before.replace('+', '%2B')}")] == ["Alice lives in Paris."]
+    assert [r["text"] for r in records(ports, f"?known_at={before.replace('+', '%2B')}")] == [
+        "Alice lives in Paris."
+    ]
     old = next(r for r in records(ports, "?include_invalidated=true") if r["text"].endswith("Paris."))
     assert old["superseded_by"] == records(ports)[0]["id"] and old["valid_to"] == "2024-03-01T10:00:00Z"
 
@@ -270,8 +303,16 @@ def test_forgetting_one_episode_removes_what_it_alone_taught_and_rebuilds_the_su
         ),
     )
     paris = next(r for r in records(ports) if "Paris" in r["text"])
-    ingest(ports, {"id": "t2", "text": "I moved to Berlin. I still like tea.", "occurred_at": "2024-03-01T10:00:00Z"})
-    move = {"op": "invalidate", "record_id": paris["id"], "text": "Alice lives in Berlin.", "source_items": ["t2"]}
+    ingest(
+        ports,
+        {"id": "t2", "text": "I moved to Berlin. I still like tea.", "occurred_at": "2024-03-01T10:00:00Z"},
+    )
+    move = {
+        "op": "invalidate",
+        "record_id": paris["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
     condense(ports, answer("Alice lives in Berlin and likes tea.", move))
     raw_before = ports.raw_payloads()
 

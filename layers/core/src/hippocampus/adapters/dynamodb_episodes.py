@@ -101,7 +101,9 @@ class DynamoEpisodeStore:
         count = {
             "Update": {
                 **check,
-                "UpdateExpression": f"ADD {EPISODE_COUNT} :episodes",
+                # The generation too, when this creates the memory item (a first turn with nothing to
+                # keep): every later check of the generation reads it, as after any other first write.
+                "UpdateExpression": f"SET #g = if_not_exists(#g, :gen) ADD {EPISODE_COUNT} :episodes",
                 "ExpressionAttributeValues": check["ExpressionAttributeValues"]
                 | values({":episodes": len(episodes)}),
             }

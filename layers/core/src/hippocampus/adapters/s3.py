@@ -92,6 +92,15 @@ class S3Archive:
             Bucket=self._bucket, Key=_history_key(tenant_id, user_id, generation, version)
         )
 
+    def delete_history_from(self, tenant_id: str, user_id: str, generation: int, version: int) -> int:
+        # From the keys alone (they hold the version): no object is read.
+        prefix = _history_prefix(tenant_id, user_id, generation)
+        versions = [_VERSION_CEILING - int(key[len(prefix) : -len(".json")]) for key in self._keys(prefix)]
+        doomed = [found for found in versions if found >= version]
+        for found in doomed:
+            self.delete_history(tenant_id, user_id, generation, found)
+        return len(doomed)
+
     def list_history(
         self, tenant_id: str, user_id: str, generation: int, limit: int | None
     ) -> list[HistoryVersion]:

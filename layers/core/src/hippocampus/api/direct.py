@@ -140,8 +140,11 @@ def _text(param: ModelField, value: Any, kind: str, errors: list[JSON]) -> str |
     `true`/`false` of a boolean one.
 
     No other type is converted (docs/api.md "Limits"): `"5"` is not a `limit`, `5` is not an id."""
-    if _bare(param.type_) is bool and isinstance(value, bool):
-        return "true" if value else "false"
+    if _bare(param.type_) is bool and value is not None:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        errors.append({"loc": (param.alias,), "msg": "Input should be a valid boolean", "type": "bool_type"})
+        return None
     wants_integer = _bare(param.type_) is int
     if value is None:
         if kind == "path":

@@ -278,6 +278,10 @@ class ArchiveStore(Protocol):
 
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None: ...
 
+    def delete_history_from(self, tenant_id: str, user_id: str, generation: int, version: int) -> int:
+        """Delete every version from `version` on (reading none of them); return how many."""
+        ...
+
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         """Erase the user's payloads and history of every generation before `generation`."""
         ...

@@ -111,9 +111,7 @@ class EpisodeForgetter:
         if not versions:
             return
         with self._tracing.span("s3.forget_history", tenant_id=tenant_id):
-            for entry in self._archive.list_history(tenant_id, user_id, generation, None):
-                if entry.version >= min(versions):
-                    self._archive.delete_history(tenant_id, user_id, generation, entry.version)
+            self._archive.delete_history_from(tenant_id, user_id, generation, min(versions))
 
     def _queue_rebuild(self, tenant_id: str, user_id: str, episode_id: str, generation: int) -> Job:
         now = self._clock()
