@@ -124,8 +124,9 @@ def _provider_line(stack: LocalStack) -> str:
     provider = settings.provider
     if provider == "offline":
         return (
-            "LLM provider: offline (deterministic, no network; set OPENAI_API_KEY, optionally OPENAI_BASE_URL, "
-            "or MEMORY_LLM_PROVIDER to use a real model)"
+            "LLM provider: offline, a rule-based stand-in for a real model (deterministic, no network: it "
+            "keeps the plain statements it recognises as records and builds the summary from them; set "
+            "OPENAI_API_KEY, optionally OPENAI_BASE_URL, or MEMORY_LLM_PROVIDER to use a real model)"
         )
     if provider == "openai":
         where = settings.openai_base_url or "api.openai.com"

@@ -127,9 +127,9 @@ def test_invalid_operations_are_dropped_whole_and_counted():
     assert (changes.applied, changes.dropped) == (1, 5)
 
 
-def test_more_than_twenty_operations_and_what_does_not_fit_the_transaction_are_dropped():
-    operations = [op(op="add", text=f"Alice visited city {n}.", category="event") for n in range(25)]
-    assert apply_operations(operations, burst()).dropped == 5
+def test_more_than_forty_operations_and_what_does_not_fit_the_transaction_are_dropped():
+    operations = [op(op="add", text=f"Alice visited city {n}.", category="event") for n in range(45)]
+    assert apply_operations(operations, Burst([], [SourceItem("t1", NOW, "j")], NOW, 100)).dropped == 5
     tight = Burst([], [SourceItem("t1", NOW, "job-t1")], NOW, max_writes=3)
     changes = apply_operations(operations[:5], tight)
     assert (len(changes.writes), changes.dropped) == (3, 2)

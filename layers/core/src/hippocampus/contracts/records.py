@@ -31,8 +31,9 @@ __all__ = ["MemoryRecord", "RecordCategory"]  # API models, defined beside the o
 
 RECORD_ID_PREFIX: Final = "rec_"
 MAX_RECORD_CHARS: Final = 500
-# Operations one answer may carry; more are dropped (and counted), never applied half.
-MAX_RECORD_OPERATIONS: Final = 20
+# Operations one answer may carry; more are dropped (and counted), never applied half. A backfill's
+# burst holds a dozen turns or more, each teaching a few records; the transaction bounds it too.
+MAX_RECORD_OPERATIONS: Final = 40
 # Current and invalidated records kept per user (MEMORY_MAX_RECORDS): past it, the oldest
 # invalidated ones go first, then the oldest current ones.
 DEFAULT_MAX_RECORDS: Final = 1_000

@@ -644,7 +644,7 @@ def _statement(
     if fact is None or not fact.category:
         # No rule knows it, yet it reads as a plain statement ("Alice sells candles.", "Prefers dark
         # mode.", a note an application writes): kept as said, under `other`, superseding nothing.
-        if not _plain_statement(sentence):
+        if not _plain_statement(text, said_by_someone=converted is not None):
             return None
         fact = _OTHER
     if later and fact.category != "identity":
@@ -654,22 +654,58 @@ def _statement(
     return Statement(_record_text(text), fact.keyed((person,)), valid_from, item.day, item.item_id)
 
 
-# How a sentence that is chatter, not a statement, begins: pointing, exclaiming, telling to do.
+# How a sentence that is chatter, not a statement about someone, begins: pointing, exclaiming,
+# telling to do, or a pronoun whose person the record would not name.
 _NOT_STATEMENTS = _words(
     """it it's its that that's this these those there there's here here's what how wow oh ah aw
-    take look let let's check see imagine guess thank thanks congrats congratulations good great"""
+    take look let let's check see imagine guess thank thanks congrats congratulations good great
+    they they're he he's she she's we we're everyone everybody someone somebody nobody people both
+    all some many most such so"""
+)
+# What is left first-person after the conversion: a sentence not about a named person.
+_STILL_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|us|our|ours)\b")
+# "<Name> is so grateful.": how someone feels at the moment, not a lasting fact.
+_A_FEELING = re.compile(
+    r"^[\w' -]+? (?:is|was|are|were|feels?|felt) (?:(?:so|really|very|super|just|totally|also|still|"
+    r"truly|pretty|kinda|extra) )*(?:glad|happy|excited|grateful|thankful|proud|sorry|sure|thrilled|"
+    r"stoked|blessed|lucky|amazed|inspired|touched|moved|impressed|curious|eager|pumped|honou?red|"
+    r"relieved|okay|ok|fine|good|great|busy|tired|psyched|delighted|overjoyed|glad)\b"
 )
 
 
-def _plain_statement(sentence: str) -> bool:
-    """A sentence no rule knows, kept as `other` only when it reads as a plain statement: three words
-    at least, ending with a full stop, not addressed to someone ("you"), not pointing or exclaiming."""
-    words = _WORD.findall(sentence.lower())
+_LABEL = re.compile(r"^[^:]{1,40}: ")
+_IRREGULAR_VERBS = _words(
+    "is was has had does did can will would could should might must got made went took found felt saw"
+)
+
+
+def _reads_as_verb(word: str) -> bool:
+    """A third-person or past verb form: "sells", "moved", "is", "went"."""
+    return word in _IRREGULAR_VERBS or word.endswith(("s", "ed"))
+
+
+def _plain_statement(text: str, said_by_someone: bool) -> bool:
+    """A sentence no rule knows, kept as `other` only when it reads as a plain statement about
+    someone: said by a named speaker in the first person (`said_by_someone`: converted, so it names
+    them), or written about someone ("Alice sells candles.") or as a note with no subject ("Prefers
+    dark mode."); three words at least, a full stop, not addressed to someone, not pointing or
+    exclaiming, not a passing feeling, no photo caption, and nothing left in the first person."""
+    lower = text.lower()
+    words = _WORD.findall(lower)
+    if not said_by_someone:
+        # "Alice sells …", "The user owns …", "Prefers …" (after a "Note:" label, if any): a verb
+        # among the first words; not "Appreciate them a lot."
+        statement = _LABEL.sub("", lower)
+        if not any(_reads_as_verb(word) for word in _WORD.findall(statement)[:3]):
+            return False
     return (
         len(words) >= 3
-        and sentence.endswith(".")
-        and _YOU.search(sentence.lower()) is None
+        and text.endswith(".")
+        and not text.startswith("[")
+        and _YOU.search(lower) is None
+        and _STILL_FIRST_PERSON.search(lower) is None
         and words[0] not in _NOT_STATEMENTS
+        and _A_FEELING.match(lower) is None
     )
 
 
