@@ -268,9 +268,15 @@ def test_what_is_said_of_a_relative_supersedes_only_what_was_said_of_them() -> N
     ]
 
 
-def test_a_statement_superseded_within_the_burst_is_not_added() -> None:
+def test_a_statement_superseded_within_the_burst_stays_on_record_as_ended() -> None:
+    """A backfill's burst says both: the older is added and ended by the newer (`new:1`), so what
+    was true before stays on record for `as_of`."""
     result = answer(said("Caroline: I live in Paris.", "t1"), said("Caroline: I moved to Rome.", "t2"))
-    assert adds(result) == [("location", "Caroline moved to Rome.")]
+    assert [(op["op"], op["record_id"], op["text"]) for op in result["operations"]] == [
+        ("add", None, "Caroline lives in Paris."),
+        ("invalidate", "new:1", "Caroline moved to Rome."),
+    ]
+    assert "Rome" in result["summary"] and "Paris" not in result["summary"]
 
 
 # --- Repeats -------------------------------------------------------------------------------------

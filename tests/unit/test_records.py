@@ -148,6 +148,25 @@ def test_an_older_statement_arriving_later_is_kept_as_already_superseded():
     assert write.record.valid_to == berlin.valid_from  # berlin stays current, untouched
 
 
+def test_an_answer_ends_a_record_it_adds_itself_by_its_number():
+    """A backfill's burst: "I live in Paris" (2023) then "I moved to Berlin" (2024) in one answer."""
+    items = Burst(
+        [], [SourceItem("t1", datetime(2023, 5, 8, tzinfo=UTC), "j1"), SourceItem("t2", NOW, "j2")], NOW, 50
+    )
+    changes = apply_operations(
+        [
+            op(op="add", text="Alice lives in Paris.", category="location", source_items=["t1"]),
+            op(op="invalidate", record_id="new:1", text="Alice lives in Berlin.", source_items=["t2"]),
+            op(op="invalidate", record_id="new:7", text="Alice lives in Rome."),  # names nothing
+        ],
+        items,
+    )
+    paris, berlin = (write.record for write in changes.writes)
+    assert (paris.text, paris.superseded_by, paris.valid_to) == ("Alice lives in Paris.", berlin.id, NOW)
+    assert berlin.is_current and all(write.is_new for write in changes.writes)
+    assert (changes.applied, changes.dropped) == (2, 1)
+
+
 def test_validity_defaults_to_the_date_of_the_item_it_came_from_and_sources_name_episodes():
     items = Burst(
         [], [SourceItem("t1", datetime(2023, 5, 8, tzinfo=UTC), "j1"), SourceItem("t2", NOW, "j2")], NOW, 50

@@ -30,6 +30,8 @@ RECORD_CATEGORIES: Final[tuple[str, ...]] = (
 __all__ = ["MemoryRecord", "RecordCategory"]  # API models, defined beside the others (contracts/models.py)
 
 RECORD_ID_PREFIX: Final = "rec_"
+# How an operation names a record its own answer adds: `new:2`, the record of its 2nd operation.
+NEW_RECORD_REFERENCE: Final = "new:"
 MAX_RECORD_CHARS: Final = 500
 # Operations one answer may carry; more are dropped (and counted), never applied half. A backfill's
 # burst holds a dozen turns or more, each teaching a few records; the transaction bounds it too.
@@ -104,7 +106,8 @@ class RecordOperation(BaseModel):
     """One operation of an answer, as the model wrote it (checked by domain/condense/record_ops.py).
 
     `add`: a new record (`text`, `category`, `valid_from`). `invalidate`: the record `record_id` is
-    no longer true; with `text`, the statement that replaces it. `source_items`: the ids of the
+    no longer true (`new:N`: the one this answer's N-th operation adds); with `text`, the statement
+    that replaces it. `source_items`: the ids of the
     items it was learned from (the `Item id:` lines of the prompt)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -147,7 +150,11 @@ ANSWER_SCHEMA: Final[dict[str, Any]] = {
                 "required": ["op", "record_id", "text", "category", "valid_from", "source_items"],
                 "properties": {
                     "op": {"type": "string", "enum": ["add", "invalidate"]},
-                    "record_id": _nullable("string", description="invalidate: the id of the record"),
+                    "record_id": _nullable(
+                        "string",
+                        description="invalidate: the id of a current record, or new:N for the record "
+                        "the N-th operation of this answer adds",
+                    ),
                     "text": _nullable(
                         "string",
                         description="add: the statement; invalidate: the statement replacing it, or null",

@@ -300,7 +300,8 @@ _VOCATIVE = re.compile(r"^[A-Z][a-z]+, (?=(?:I|I'm|I've|I'll|I'd|My|We)\b)")
 _MORE_FILLER = re.compile(
     r"^(?:(?:so|well|wow|omg|um|uh|ah|oh|hmm|haha|lol|plus|but|and|also|anyway|honestly|guess what|"
     r"fun fact|you know what|true|right|exactly|indeed|absolutely|definitely|totally|yep|nope|no|yes|"
-    r"yeah|actually|btw|by the way)(?=[\s,!.;:-])[\s,!.;:-]*)+",
+    r"yeah|actually|btw|by the way|big news|good news|great news|news|update|these days|nowadays|"
+    r"lately|currently|at the moment)(?=[\s,!.;:-])[\s,!.;:-]*)+",
     re.IGNORECASE,
 )
 _CALL_ME = re.compile(r"^(?:[Pp]lease )?[Cc]all me ([A-Z][\w'-]*)")
@@ -415,6 +416,8 @@ class Operation:
     valid_from: date | None = None
     source_items: list[str] = field(default_factory=list)
     day: date | None = None
+    # An invalidation of a record this same answer adds (`new:N`): a backfill's burst says both.
+    target: "Operation | None" = None
 
     def replace_with(self, statement: Statement | None) -> None:
         self.text = statement.text if statement else None
@@ -423,10 +426,18 @@ class Operation:
         self.day = statement.day if statement else None
         self.source_items = [statement.item_id] if statement and statement.item_id else []
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, answer: Sequence["Operation"]) -> dict[str, Any]:
+        """The operation as the schema writes it; a target of this answer named `new:N` (1-based)."""
+        record_id = self.record_id
+        op = self.op
+        if self.target is not None:
+            if self.target in answer:
+                record_id = f"new:{answer.index(self.target) + 1}"
+            else:  # the record it ends was left out (the operations' limit): what replaces it is new
+                op, record_id = ("add", None) if self.text else ("skip", None)
         return {
-            "op": self.op,
-            "record_id": self.record_id,
+            "op": op,
+            "record_id": record_id,
             "text": self.text,
             "category": self.category,
             "valid_from": self.valid_from.isoformat() if self.valid_from else None,
@@ -453,7 +464,9 @@ def structured_answer(prompt: str, max_words: int, merge: Callable[[str, str], s
     # An empty answer would be a malfunction (docs/architecture.md "Condensation").
     return {
         "summary": summary or NOTHING_TO_KEEP,
-        "operations": [operation.as_json() for operation in operations],
+        "operations": [
+            body for operation in operations if (body := operation.as_json(operations))["op"] != "skip"
+        ],
     }
 
 
@@ -588,7 +601,7 @@ def _statement_sentences(line: str) -> Iterable[str]:
         for cut in _CLAUSE.finditer(sentence):
             left = sentence[start : cut.start()]
             # "My wife and I moved": the subject, not a clause.
-            if len(left.split()) >= 3 and not re.fullmatch(r"(?i)my [\w-]+(?: [\w-]+)?", left.strip()):
+            if len(left.split()) >= 2 and not re.fullmatch(r"(?i)my [\w-]+(?: [\w-]+)?", left.strip()):
                 yield _sentence_case(left)
                 start = cut.end()
         yield _sentence_case(sentence[start:])
@@ -629,8 +642,10 @@ def _statement(
         if fact is None and later:
             fact = _future(form)  # "I fly to Lisbon on Friday 12 May 2023"
         # "My name is Alice" under the name Alice: "The user's name is Alice.", not "Alice's name is …".
-        named = fact is not None and fact.category == "identity" and fact.slot == ("name",) and person == USER
-        text = f"{_THE_USER if named else display}{lead} {rest}"
+        named = fact is not None and fact.category == "identity" and fact.slot == ("name",)
+        if named and person != USER and display.lower() in rest.lower():
+            return None  # "Sam: I'm Sam": the label says it already, "Sam's name is Sam" says nothing
+        text = f"{_THE_USER if named and person == USER else display}{lead} {rest}"
     else:
         # "Alice lives in Berlin." about the user Alice (an observation in the third person).
         read = read_third_person(sentence, user_name, require_subject=True)
@@ -1413,13 +1428,14 @@ def plan_operations(
         for old in same:
             current.remove(old)
             operation = old.operation
-            if operation is not None and operation.op == "add":
-                operations.remove(operation)  # said and superseded within this burst: the newer only
-            elif operation is not None and entry.operation is None:
-                operation.replace_with(statement)  # the newer replaces what this answer invalidates
-                entry.operation = operation
-            elif operation is not None:
-                operation.replace_with(None)
+            if operation is not None:
+                # Said earlier in this burst (a backfill): kept, and ended by this newer statement,
+                # so what was true before stays on record (`as_of`).
+                ending = Operation("invalidate", None, target=operation)
+                if entry.operation is None:
+                    ending.replace_with(statement)
+                    entry.operation = ending
+                operations.append(ending)
             elif entry.operation is None:
                 entry.operation = Operation("invalidate", old.record_id)
                 entry.operation.replace_with(statement)
@@ -1480,6 +1496,7 @@ class SummaryRecord:
 def current_records(records: Sequence[CurrentRecord], operations: Sequence[Operation]) -> list[SummaryRecord]:
     """The records current after the operations: the listed ones not invalidated, then the new ones."""
     invalidated = {operation.record_id for operation in operations if operation.op == "invalidate"}
+    ended = {id(operation.target) for operation in operations if operation.target is not None}
     kept = [
         SummaryRecord(record.text, record.category, record.since)
         for record in records
@@ -1491,7 +1508,7 @@ def current_records(records: Sequence[CurrentRecord], operations: Sequence[Opera
             operation.text, operation.category or "other", operation.valid_from or operation.day or date.max
         )
         for operation in operations
-        if operation.text
+        if operation.text and id(operation) not in ended
     ]
     return kept + added
 

@@ -96,7 +96,9 @@ items that say it).
 10. When the new content says that a current record is no longer true, `invalidate` that record by \
 its id, with the statement that replaces it as `text` (and its category, `valid_from` and \
 `source_items`), or null when nothing replaces it. Invalidate only a record about the same subject \
-and the same matter: a new job replaces the old job, not a record about a hobby.
+and the same matter: a new job replaces the old job, not a record about a hobby. When an older item \
+of the new content says what a newer one changes, add the older statement too and invalidate it as \
+`new:N` (N: the number of the operation that added it, counting from 1), so it stays on record.
 11. Never invalidate a record because the new content does not mention it; never repeat a record."""
 
 FIRMER_INSTRUCTION = (

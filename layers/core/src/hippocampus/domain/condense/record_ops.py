@@ -18,6 +18,7 @@ from hippocampus.contracts.models import rfc_3339
 from hippocampus.contracts.records import (
     MAX_RECORD_CHARS,
     MAX_RECORD_OPERATIONS,
+    NEW_RECORD_REFERENCE,
     RECORD_CATEGORIES,
     RECORD_ID_PREFIX,
     MemoryRecord,
@@ -74,8 +75,8 @@ def apply_operations(
 ) -> RecordChanges:
     """The writes the operations make against the current records; the rest dropped and counted."""
     builder = _Changes(burst, new_id)
-    for operation in operations[:MAX_RECORD_OPERATIONS]:
-        builder.apply(operation)
+    for number, operation in enumerate(operations[:MAX_RECORD_OPERATIONS], start=1):
+        builder.apply(number, operation)
     dropped = builder.dropped + max(0, len(operations) - MAX_RECORD_OPERATIONS)
     return RecordChanges(list(builder.writes.values()), builder.applied, dropped)
 
@@ -87,14 +88,20 @@ class _Changes:
         self._current = {record.id: record for record in burst.current if record.is_current}
         self._known_texts = {_text_key(record.text) for record in self._current.values()}
         self.writes: dict[str, RecordWrite] = {}
+        # `new:N`: the record the answer's N-th operation added (or put in place of another).
+        self._made_by: dict[str, str] = {}
         self.applied = 0
         self.dropped = 0
 
-    def apply(self, operation: RecordOperation) -> None:
+    def apply(self, number: int, operation: RecordOperation) -> None:
         made = self._add(operation) if operation.op == "add" else self._invalidate(operation)
-        if made is None or len(self.writes) + len(made) > self._burst.max_writes:
+        new_writes = [write for write in made or [] if write.record.id not in self.writes]
+        if made is None or len(self.writes) + len(new_writes) > self._burst.max_writes:
             self.dropped += 1
             return
+        created = [write.record.id for write in made if write.is_new and write.record.is_current]
+        if created:
+            self._made_by[f"{NEW_RECORD_REFERENCE}{number}"] = created[-1]
         for write in made:
             self.writes[write.record.id] = write
             if write.record.is_current:
@@ -109,7 +116,8 @@ class _Changes:
         return [RecordWrite(record, is_new=True)] if record is not None else None
 
     def _invalidate(self, operation: RecordOperation) -> list[RecordWrite] | None:
-        old = self._current.get(operation.record_id or "")
+        named = operation.record_id or ""
+        old = self._current.get(self._made_by.get(named, named))
         if old is None:
             return None
         now = self._burst.now
