@@ -72,6 +72,7 @@ def llm(stub: OpenAIStub | None) -> Iterator[OpenAIStub]:
     finally:
         stub.recover()
         stub.delay_s = 0.0
+        stub.set_reply(stub_reply)  # a test may answer its own way (test_e2e_records.py)
 
 
 @pytest.fixture
