@@ -92,7 +92,9 @@ CLIENT_MODELS = (
         "`superseded_by` are set once a newer statement replaced it.",
         requires=("id", "text"),
     ),
-    ClientModel("QueryResult", "QueryResult", "One ranked fact or episode.", requires=("type", "id", "text")),
+    ClientModel(
+        "QueryResult", "QueryResult", "One ranked fact, record or episode.", requires=("type", "id", "text")
+    ),
     ClientModel("Retrieval", "Retrieval", "How the results were found: the embeddings, or words only."),
     ClientModel(
         "QueryAnswer",

@@ -138,7 +138,7 @@ QueryResultCategory = Literal[
 
 
 class QueryResult(ApiModel):
-    """One ranked fact or episode. Always in the answer: `type`, `id`, `text`, `score`, `metadata`,
+    """One ranked fact, record or episode. Always in the answer: `type`, `id`, `text`, `score`, `metadata`,
     `additional_metadata`, `created_at`, `updated_at`."""
 
     type: Literal["fact", "episode", "record"]

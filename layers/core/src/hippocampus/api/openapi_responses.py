@@ -134,5 +134,5 @@ JOB: Final = responses(
     {200: success("The job")},
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
 )
-QUERY: Final = responses({200: success("The user's facts and episodes ranked for the query")})
+QUERY: Final = responses({200: success("The user's facts, records and episodes ranked for the query")})
 CONTEXT: Final = responses({200: success("A block of context, within `max_words`")})

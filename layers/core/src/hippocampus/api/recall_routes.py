@@ -24,7 +24,7 @@ Recall = Annotated[RecallService, Depends(recall_service)]
 
 @router.post(
     powertools_path(QUERY_PATH),
-    summary="Search the user's facts and episodes",
+    summary="Search the user's facts, records and episodes",
     operation_id="queryMemory",
     tags=["recall"],
     responses=documented.QUERY,
