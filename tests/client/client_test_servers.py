@@ -27,6 +27,24 @@ def job_body(job_id: str = "job-1", status: str = "queued") -> dict[str, Any]:
     return {"job_id": job_id, "tenant_id": "acme", "user_id": "alice", "item_id": "i", "status": status}
 
 
+class Recorder:
+    """Answers from a list (the last one repeats) and records each request."""
+
+    def __init__(self, *answers: httpx2.Response) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+    def bodies(self) -> list[Any]:
+        return [json.loads(request.content) if request.content else None for request in self.requests]
+
+    def queries(self) -> list[dict[str, str]]:
+        return [dict(request.url.params) for request in self.requests]
+
+
 def mocked(handler: Handler, **options: Any) -> MemoryClient:
     transport = HttpTransport("http://hippocampus.test", transport=httpx2.MockTransport(handler))
     return MemoryClient(tenant="acme", transport=transport, **options)

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from client_test_servers import envelope, mocked, mocked_async
+from client_test_servers import Recorder, envelope, mocked, mocked_async
 
 from hippocampus_client import InvalidInputError, MemoryRecord, NotFoundError
 
@@ -35,21 +35,6 @@ PARIS = BERLIN | {
     "invalidated_at": "2026-12-05T11:02:17.210Z",
     "superseded_by": BERLIN["id"],
 }
-
-
-class Recorder:
-    """Answers from a list (the last one repeats) and records each request."""
-
-    def __init__(self, *answers: httpx2.Response) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx2.Request] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(request)
-        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-    def queries(self) -> list[dict[str, str]]:
-        return [dict(request.url.params) for request in self.requests]
 
 
 def page(*records: dict[str, Any], cursor: str | None = None) -> httpx2.Response:

@@ -7,24 +7,17 @@ from typing import Any
 
 import httpx2
 import pytest
-from client_test_servers import RecordingServer, job_body, json_answer, memory_body, mocked, mocked_async
+from client_test_servers import (
+    Recorder,
+    RecordingServer,
+    job_body,
+    json_answer,
+    memory_body,
+    mocked,
+    mocked_async,
+)
 
 from hippocampus_client import ConfigurationError, Item, Job, MemoryClient, WaitTimeoutError
-
-
-class Recorder:
-    """Answers from a list (the last one repeats) and records each request."""
-
-    def __init__(self, *answers: httpx2.Response) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx2.Request] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(request)
-        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-    def bodies(self) -> list[Any]:
-        return [json.loads(request.content) if request.content else None for request in self.requests]
 
 
 def jobs(count: int) -> httpx2.Response:
