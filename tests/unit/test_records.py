@@ -372,3 +372,23 @@ def test_the_rebuild_after_a_delete_of_the_user_is_skipped(ports):
     assert ports.call("GET", MEMORY)[2]["memory"] is None
     caught = ports.call("GET", f"/v1/tenants/{T}/jobs/{job['job_id']}")[2]
     assert (caught["status"], caught["item_id"]) == ("skipped", None)  # caught by the delete
+
+
+def test_a_record_deleted_during_a_condensation_is_never_brought_back(ports):
+    """The answer invalidates a record that a DELETE removed meanwhile: the write loses, the
+    condensation reads again and the operation names nothing any more (deletion wins)."""
+    ingest(ports, {"id": "t1", "text": "I live in Paris."})
+    condense(ports, answer("Alice lives in Paris.", add("Alice lives in Paris.", "location", "t1")))
+    [paris] = records(ports)
+    ingest(ports, {"id": "t2", "text": "I moved to Berlin."})
+    ports.store.before_write = lambda: ports.records().delete_record(T, U, paris["id"])
+    move = {
+        "op": "invalidate",
+        "record_id": paris["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
+    model = condense(ports, answer("Alice lives in Berlin.", move))
+    assert model.calls == 2  # the first write lost to the delete
+    assert records(ports, "?include_invalidated=true") == []
+    assert ports.call("GET", MEMORY)[2]["memory"] == "Alice lives in Berlin."
