@@ -1,5 +1,6 @@
 """The real openai SDK against a local OpenAI-compatible stub: request shape, parsing, timeout, retries."""
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -176,3 +177,13 @@ def test_a_backlog_over_the_models_context_is_condensed_in_calls_that_fit_it() -
         assert service.process_batch(ports.queued()).failures == {}
         assert all(job.status == "completed" for job in ports.jobs.jobs.values())
         assert limited.call_count == 12  # one 32,000-character chapter per call
+
+
+def test_openai_asks_for_strict_structured_outputs(stub: OpenAIStub) -> None:
+    from hippocampus.contracts.records import ANSWER_SCHEMA
+
+    result = provider_for(stub).complete("s", "p", schema=ANSWER_SCHEMA)
+    assert json.loads(result.text) == {"summary": "Alice sells handmade candles.", "operations": []}
+    response_format = stub.last_request.body["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    assert response_format["json_schema"]["schema"] == ANSWER_SCHEMA

@@ -1,5 +1,6 @@
 """LLM providers: the factory, the offline merge, lazy openai loading, the API key, Bedrock Converse."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ from moto import mock_aws
 
 from hippocampus.adapters.llm import make_language_model
 from hippocampus.adapters.llm.bedrock import BedrockChat
-from hippocampus.adapters.llm.offline import OfflineModel, extract_blocks
+from hippocampus.adapters.llm.offline import OfflineModel
+from hippocampus.adapters.llm.offline_text import extract_blocks
 from hippocampus.adapters.llm.openai_chat import OpenAIChat, api_key_source, key_from_secret, read_secret
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import DEFAULT_BEDROCK_MODEL
@@ -207,6 +209,39 @@ def test_bedrock_converse_request_and_parsing() -> None:
         stubber.assert_no_pending_responses()
     assert result.text == "Alice sells candles."
     assert (result.prompt_tokens, result.completion_tokens) == (120, 4)
+
+
+def test_bedrock_answers_the_structured_answer_through_a_forced_tool() -> None:
+    """With a schema, the model must call the one tool whose input schema it is; its input is the answer."""
+    from hippocampus.adapters.llm.bedrock import TOOL_NAME
+    from hippocampus.contracts.records import ANSWER_SCHEMA
+
+    answer = {"summary": "Alice sells candles.", "operations": []}
+    response = {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "t", "name": TOOL_NAME, "input": answer}}],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 120, "outputTokens": 9, "totalTokens": 129},
+        "metrics": {"latencyMs": 300},
+    }
+    tool = {"name": TOOL_NAME, "description": "Record the answer.", "inputSchema": {"json": ANSWER_SCHEMA}}
+    expected = {
+        "modelId": "m",
+        "system": [{"text": "s"}],
+        "messages": [{"role": "user", "content": [{"text": "p"}]}],
+        "inferenceConfig": {"temperature": 0.1},
+        "toolConfig": {"tools": [{"toolSpec": tool}], "toolChoice": {"tool": {"name": TOOL_NAME}}},
+    }
+    client = _bedrock_client()
+    with Stubber(client) as stubber:
+        stubber.add_response("converse", response, expected_params=expected)
+        result = BedrockChat(model="m", timeout_s=5, client=client).complete("s", "p", schema=ANSWER_SCHEMA)
+        stubber.assert_no_pending_responses()
+    assert json.loads(result.text) == answer
 
 
 def test_bedrock_errors_propagate_after_one_retry() -> None:
