@@ -61,7 +61,6 @@ class Answer:
     summary: str
     operations: tuple[RecordOperation, ...] = ()
     broken: bool = False
-    structured: bool = True
 
 
 @dataclass(frozen=True)
@@ -280,7 +279,7 @@ def read_answer(text: str) -> Answer:
     else it is `broken` (its `summary` string kept when it has one); plain text is the summary alone."""
     body = clean_answer(text)
     if not body.startswith("{"):
-        return Answer(body, structured=False)
+        return Answer(body)  # a model without structured outputs: the summary alone
     try:
         data = json.loads(body)
     except ValueError:
