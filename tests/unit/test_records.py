@@ -392,3 +392,57 @@ def test_a_record_deleted_during_a_condensation_is_never_brought_back(ports):
     assert model.calls == 2  # the first write lost to the delete
     assert records(ports, "?include_invalidated=true") == []
     assert ports.call("GET", MEMORY)[2]["memory"] == "Alice lives in Berlin."
+
+
+def test_a_time_range_keeps_what_happened_then(ports):
+    """Query and context take `time_range` over when things happened: episodes by `occurred_at`,
+    records by their validity; facts, which say nothing of when, are left out."""
+    ingest(
+        ports,
+        {"id": "pay", "text": "Pays through Stripe.", "infer": False},
+        {"id": "t1", "text": "I live in Paris.", "occurred_at": "2023-05-08T10:00:00Z"},
+    )
+    condense(ports, answer("Alice lives in Paris.", add("Alice lives in Paris.", "location", "t1")))
+    [paris] = records(ports)
+    ingest(ports, {"id": "t2", "text": "I moved to Berlin.", "occurred_at": "2024-03-01T10:00:00Z"})
+    move = {
+        "op": "invalidate",
+        "record_id": paris["id"],
+        "text": "Alice lives in Berlin.",
+        "source_items": ["t2"],
+    }
+    condense(ports, answer("Alice lives in Berlin.", move))
+
+    def found(time_range: dict[str, str], types: list[str] | None = None) -> list[str]:
+        body: dict[str, Any] = {
+            "query": "Where does Alice live? Paris, moved to Berlin, Stripe",
+            "time_range": time_range,
+        }
+        status, _, answer_body = ports.call(
+            "POST", MEMORY + "/query", body | ({"types": types} if types else {})
+        )
+        assert status == 200, answer_body
+        return sorted(result["id"] for result in answer_body["results"])
+
+    in_2023 = {"from": "2023-01-01T00:00:00Z", "to": "2023-12-31T23:59:59Z"}
+    assert found(in_2023, ["episode"]) == ["t1"]
+    old = next(r for r in records(ports, "?include_invalidated=true") if "Paris" in r["text"])
+    assert found(in_2023, ["record"]) == []  # an invalidated record is never ranked
+    assert found({"from": "2024-01-01T00:00:00+01:00"}) == sorted(["t2", records(ports)[0]["id"]])
+    assert "pay" not in found({"to": "2030-01-01T00:00:00Z"})
+    assert old["id"] not in found({"to": "2030-01-01T00:00:00Z"})
+    status, _, context = ports.call(
+        "POST",
+        MEMORY + "/context",
+        {"query": "Where did Alice live?", "time_range": in_2023, "max_words": 60},
+    )
+    assert status == 200 and "Berlin" not in " ".join(source.get("id") or "" for source in context["sources"])
+    for bad, field in [
+        ({}, "time_range"),
+        ({"from": "2024-01-01T00:00:00Z", "to": "2023-01-01T00:00:00Z"}, "time_range"),
+        ({"from": "2024-01-01"}, "time_range.from"),
+        ({"to": 5}, "time_range.to"),
+        ({"since": "2024-01-01T00:00:00Z"}, "time_range.since"),
+    ]:
+        status, _, error = ports.call("POST", MEMORY + "/query", {"query": "q", "time_range": bad})
+        assert status == 422 and error["error"]["details"][0]["field"] == field, (bad, error)

@@ -5,9 +5,9 @@ Query and context rank a user's facts, episodes and current records together (do
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
-from hippocampus.contracts.models import EPISODE_MAX_CHARS, Episode, Fact, Model, Record
+from hippocampus.contracts.models import EPISODE_MAX_CHARS, Episode, Fact, Model, Record, rfc_3339
 from hippocampus.contracts.records import RecordCategory
 
 __all__ = ["EPISODE_MAX_CHARS", "Episode"]
@@ -42,6 +42,36 @@ def _filter_value(value: Any) -> Any:
 FilterValue = Annotated[Any, AfterValidator(_filter_value)]
 
 
+class TimeRange(Model):
+    """When the documents looked for happened (docs/api.md "Query"): `from` and `to`, RFC 3339 with
+    an offset, either open; an episode by its `occurred_at`, a record by its validity."""
+
+    start: datetime | None = Field(default=None, alias="from")
+    end: datetime | None = Field(default=None, alias="to")
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> datetime | None:
+        return None if value is None else rfc_3339(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "TimeRange":
+        if self.start is None and self.end is None:
+            raise ValueError("give 'from', 'to' or both")
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise ValueError("'from' must not be after 'to'")
+        return self
+
+    def holds(self, moment: datetime) -> bool:
+        return (self.start is None or self.start <= moment) and (self.end is None or moment <= self.end)
+
+    def overlaps(self, begin: datetime, finish: datetime | None) -> bool:
+        """Whether [begin, finish) (finish None: still true) meets the range."""
+        return (self.end is None or begin <= self.end) and (
+            finish is None or self.start is None or finish > self.start
+        )
+
+
 def _every_type() -> list[DocumentType]:
     return list(DOCUMENT_TYPES)
 
@@ -58,6 +88,7 @@ class QueryRequest(Model):
         default_factory=dict
     )
     include_memory: bool = True
+    time_range: TimeRange | None = None
 
     @field_validator("query")
     @classmethod
@@ -103,6 +134,7 @@ class QueryResponse(Record):
 class ContextRequest(Model):
     query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
     max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS)] = DEFAULT_CONTEXT_WORDS
+    time_range: TimeRange | None = None
 
     @field_validator("query")
     @classmethod

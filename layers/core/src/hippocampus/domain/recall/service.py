@@ -23,6 +23,7 @@ from hippocampus.contracts.recall import (
     QueryResponse,
     QueryResult,
     Retrieval,
+    TimeRange,
 )
 from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.contracts.records import MemoryRecord
@@ -65,7 +66,7 @@ class RecallService:
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
         corpus = self._corpus(tenant_id, user_id)
-        everything = (*corpus.facts, *corpus.episodes, *corpus.records)
+        everything = _within(request.time_range, (*corpus.facts, *corpus.episodes, *corpus.records))
         wanted = [entry for entry in everything if _type(entry.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
         ranking = _Ranking(request.top_k, alpha, request.recency_bias, request.metadata_filters)
@@ -85,6 +86,13 @@ class RecallService:
 
     def context(self, tenant_id: str, user_id: str, request: ContextRequest) -> ContextResponse:
         corpus = self._corpus(tenant_id, user_id)
+        if request.time_range is not None:
+            corpus = Corpus(
+                corpus.state,
+                _within(request.time_range, corpus.facts),
+                _within(request.time_range, corpus.episodes),
+                _within(request.time_range, corpus.records),
+            )
         if request.query is None:
             # Without a question: the summary, then the facts, then the current records, newest first.
             facts = sorted(corpus.facts, key=lambda entry: _time(entry.document), reverse=True)
@@ -212,3 +220,19 @@ def _result(entry: Ranked, source: Source) -> QueryResult:
         updated_at=source.updated_at if isinstance(source, Fact) else source.created_at,
         occurred_at=None if isinstance(source, Fact) else source.occurred_at,
     )
+
+
+def _within(time_range: TimeRange | None, entries: Sequence[Indexed]) -> list[Indexed]:
+    """Those that happened in the range (docs/api.md "Query"): an episode by its `occurred_at`, a
+    record by its validity; a fact says nothing of when, and is left out of a dated question."""
+    if time_range is None:
+        return list(entries)
+    kept: list[Indexed] = []
+    for entry in entries:
+        document = entry.document
+        if isinstance(document, MemoryRecord):
+            if time_range.overlaps(document.valid_from, document.valid_to):
+                kept.append(entry)
+        elif isinstance(document, Episode) and time_range.holds(document.occurred_at):
+            kept.append(entry)
+    return kept
