@@ -8,7 +8,7 @@ print(memory.get("alice"))
 
 from ._version import __version__
 from .async_client import AsyncMemoryClient
-from .base import ItemOptions, QueryOptions
+from .base import ItemOptions, QueryOptions, TimeRange
 from .calls import Call, Reply
 from .errors import (
     AccessDeniedError,
@@ -127,6 +127,7 @@ __all__ = [
     "SigV4Auth",
     "SigV4Transport",
     "ThrottledError",
+    "TimeRange",
     "Transport",
     "TransportError",
     "UnauthorizedError",

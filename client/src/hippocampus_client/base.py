@@ -49,6 +49,10 @@ class ItemOptions(TypedDict, total=False):
 
 ResultKind = Literal["fact", "episode", "record"]
 
+# When what a query looks for happened: `from` and `to`, RFC 3339 with an offset, either open
+# (docs/api.md "Query"). A functional TypedDict: `from` is a Python keyword.
+TimeRange = TypedDict("TimeRange", {"from": str, "to": str}, total=False)
+
 
 class QueryOptions(TypedDict, total=False):
     """The optional fields of `POST …/memory/query` (docs/api.md "Query"); unset: the service's default."""
@@ -59,6 +63,7 @@ class QueryOptions(TypedDict, total=False):
     recency_bias: float
     metadata_filters: dict[str, Any]
     include_memory: bool
+    time_range: TimeRange
 
 
 def make_transport(
