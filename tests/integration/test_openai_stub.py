@@ -187,3 +187,15 @@ def test_openai_asks_for_strict_structured_outputs(stub: OpenAIStub) -> None:
     response_format = stub.last_request.body["response_format"]
     assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
     assert response_format["json_schema"]["schema"] == ANSWER_SCHEMA
+
+
+def test_a_model_without_structured_outputs_is_asked_in_text_from_then_on(stub: OpenAIStub) -> None:
+    """gpt-3.5-turbo and many compatible servers refuse `response_format`: the adapter asks again in
+    text, once, and this process asks in text from then on; the plain answer is the summary alone."""
+    from hippocampus.contracts.records import ANSWER_SCHEMA
+
+    stub.structured_outputs = False
+    provider = provider_for(stub)
+    assert provider.complete("s", "p", schema=ANSWER_SCHEMA).text == "Alice sells handmade candles."
+    assert provider.complete("s", "p", schema=ANSWER_SCHEMA).text == "Alice sells handmade candles."
+    assert ["response_format" in request.body for request in stub.requests] == [True, False, False]

@@ -1,7 +1,7 @@
 """Records through the real handlers and adapters on moto (docs/api.md "Records", "Forget one
 episode"): written in the memory's transaction, listed as of a time, never read by a memory read,
-erased with the user; forgetting one episode blanks its raw payload and rebuilds the summary
-through the queue, in the user's order."""
+erased with the user; forgetting one episode blanks its raw payload and rebuilds the summary in
+the same write, and recall forgets it at once."""
 
 import json
 from typing import Any
@@ -96,6 +96,8 @@ def test_records_are_kept_over_time_and_a_memory_read_never_reads_them(service: 
 
 def test_forgetting_one_episode_on_the_table_and_the_archive(service: Any, aws: Any) -> None:
     move_to_berlin(service)
+    before = service.call("POST", MEMORY + "/query", {"query": "moved to Berlin", "types": ["episode"]}).body
+    assert "t2" in [result["id"] for result in before["results"]]  # recall now keeps the user's episodes
     response = service.call("DELETE", MEMORY + "/episodes/t2")
     assert response.status == 202, response.body
     job_id = response.body["jobs"][0]["job_id"]
@@ -106,14 +108,16 @@ def test_forgetting_one_episode_on_the_table_and_the_archive(service: Any, aws: 
         for obj in s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/").get("Contents", [])
     ]
     assert all("Berlin" not in json.dumps(payload) for payload in payloads) and len(payloads) == 1
-    service.condense_with(ScriptedModel(RuntimeError("the rebuild makes no LLM call")))
-    assert service.drain() == 1
+    assert service.receive() == []  # rebuilt in the same write: nothing queued, no LLM call
     memory = service.call("GET", MEMORY).body
     assert "Berlin" not in memory["memory"] and "Paris" in memory["memory"]
     job = service.call("GET", f"/v1/tenants/{T}/jobs/{job_id}").body
     assert job["status"] == "completed" and job["memory_version"] == memory["version"]
     export = json.dumps(service.call("GET", MEMORY + "/export").body)
     assert "Berlin" not in export
+    # Recall reads the episodes again (their count went down with the forget): the turn is gone there too.
+    found = service.call("POST", MEMORY + "/query", {"query": "moved to Berlin", "types": ["episode"]}).body
+    assert [result["id"] for result in found["results"]] == ["t1"]
 
 
 def test_forgetting_the_user_erases_its_records(service: Any) -> None:

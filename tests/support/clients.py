@@ -87,8 +87,6 @@ def proxied_service(
     from hippocampus.domain.condense.consolidation import ConsolidationService
     from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
     from hippocampus.domain.condense.prompt import PromptTemplate
-    from hippocampus.domain.condense.rebuild import SummaryRebuild
-    from hippocampus.domain.history import HistoryArchive
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.reads.edits import EditService
     from hippocampus.domain.reads.export import ExportService
@@ -139,12 +137,7 @@ def proxied_service(
 
     record_store = DynamoRecordStore(table)
     record_reads = RecordService(memory, record_store, tracing)
-    rebuild = SummaryRebuild(
-        memory, record_store, HistoryArchive(memory, archive, tracing), settings.max_words
-    )
-    forgetter = EpisodeForgetter(
-        memory, episodes, record_store, jobs, archive, lambda: queue, tracing, rebuild
-    )
+    forgetter = EpisodeForgetter(memory, episodes, record_store, jobs, archive, tracing, settings.max_words)
     service = Service(aws.queue_url, boto3.client("sqs"))
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(

@@ -80,9 +80,7 @@ from hippocampus.domain.condense.condenser import Condenser
 from hippocampus.domain.condense.consolidation import ConsolidationService
 from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 from hippocampus.domain.condense.queued import QueuedItem
-from hippocampus.domain.condense.rebuild import SummaryRebuild
 from hippocampus.domain.condense.redrive import DeadLetterRedrive
-from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.ingest.service import IngestService
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.export import ExportService
@@ -296,7 +294,14 @@ class FakeMemoryStore:
                 if change.is_new == (held is not None) or (held is not None and not held[0].is_current):
                     raise ConditionFailed("a record changed")
             for change in write.records:
-                stored[change.record.id] = (change.record, write.generation)
+                record = change.record
+                if not change.is_new:  # an invalidation sets the ending alone, as DynamoDB's Update does
+                    ending = {
+                        name: getattr(record, name)
+                        for name in ("valid_to", "invalidated_at", "superseded_by")
+                    }
+                    record = stored[record.id][0].model_copy(update=ending)
+                stored[record.id] = (record, write.generation)
             version = write.expected_version + 1
             count = user.state.episode_count + len(write.episodes)
             user.state = MemoryState(
@@ -332,13 +337,19 @@ class FakeMemoryStore:
             return True
 
     def forget_episode(self, forget: EpisodeForget) -> None:
+        """All of it or nothing, on the conditions the DynamoDB transaction checks."""
         with self._jobs.lock:
-            if self.read_generation(forget.tenant_id, forget.user_id) != forget.generation:
-                raise ConditionFailed("the user was deleted")
+            user = self._user(forget.tenant_id, forget.user_id)
+            if (user.state.last_version, user.state.generation) != (
+                forget.expected_version,
+                forget.generation,
+            ):
+                raise ConditionFailed("version or generation changed")
             stored = self.record_items.setdefault((forget.tenant_id, forget.user_id), {})
             for rewrite in forget.rewritten_records:
                 held = stored.get(rewrite.before.id)
-                if held is None or held[0].invalidated_at != rewrite.before.invalidated_at:
+                as_read = (rewrite.before.invalidated_at, rewrite.before.episode_ids)
+                if held is None or (held[0].invalidated_at, held[0].episode_ids) != as_read:
                     raise ConditionFailed("a record changed")
             episodes = self.episode_items.get((forget.tenant_id, forget.user_id), {})
             for episode in forget.episodes:
@@ -347,6 +358,16 @@ class FakeMemoryStore:
                 stored.pop(record.id, None)
             for rewrite in forget.rewritten_records:
                 stored[rewrite.after.id] = (rewrite.after, forget.generation)
+            version = forget.expected_version + 1
+            count = user.state.episode_count - len(forget.episodes)
+            user.state = MemoryState(
+                forget.memory, version, forget.word_count, forget.updated_at, forget.generation, count
+            )
+            if forget.memory is None:
+                user.state = MemoryState(
+                    generation=forget.generation, episode_count=count, version_floor=version
+                )
+            self._jobs.add(forget.job, forget.generation)
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         records = self.records(tenant_id, user_id, generation)
@@ -810,19 +831,7 @@ class Ports:
         return ListService(self.store, self.store, self.tracing)
 
     def forgetter(self) -> EpisodeForgetter:
-        rebuild = SummaryRebuild(
-            self.store, self.store, HistoryArchive(self.store, self.archive, self.tracing), 50
-        )
-        return EpisodeForgetter(
-            self.store,
-            self.store,
-            self.store,
-            self.jobs,
-            self.archive,
-            lambda: self.queue,
-            self.tracing,
-            rebuild,
-        )
+        return EpisodeForgetter(self.store, self.store, self.store, self.jobs, self.archive, self.tracing, 50)
 
     def records(self) -> RecordService:
         return RecordService(self.store, self.store, self.tracing)

@@ -97,6 +97,8 @@ class OpenAIStub:
         self._script: deque[str | dict[str, Any]] = deque()
         self._requests: list[StubRequest] = []
         self._fail_status: int | None = None
+        # False: a request with `response_format` gets OpenAI's 400 for a model without structured outputs.
+        self.structured_outputs = True
         self._fail_times: int | None = None
         self._stopping = threading.Event()
         self.delay_s = delay_s
@@ -314,6 +316,16 @@ class OpenAIStub:
                     self._send(400, {"error": error})
                     return
                 request = StubRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                if not stub.structured_outputs and "response_format" in body:
+                    stub._record(request)  # counted as a request, answered as an older model does
+                    error = {
+                        "message": "Invalid parameter: 'response_format' of type 'json_schema' is not "
+                        "supported with this model.",
+                        "type": "invalid_request_error",
+                        "param": "response_format",
+                    }
+                    self._send(400, {"error": error})
+                    return
                 status, text = stub._record(request)
                 if stub.delay_s and stub._stopping.wait(stub.delay_s):
                     return  # shutting down

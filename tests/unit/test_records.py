@@ -58,8 +58,8 @@ def ingest(ports: Ports, *items: dict[str, Any]) -> list[Any]:
     return ports.ingest().ingest(T, U, request, f"r{len(ports.archive.raw)}").jobs
 
 
-def condense(ports: Ports, *answers: str) -> ScriptedModel:
-    model = ScriptedModel(*answers)
+def condense(ports: Ports, *answers: str, reply: Any = None) -> ScriptedModel:
+    model = ScriptedModel(*answers, reply=reply)
     ports.consolidation(model).process_batch(ports.queued())
     ports.queue.messages.clear()
     return model
@@ -179,6 +179,11 @@ def test_validity_defaults_to_the_date_of_the_item_it_came_from_and_sources_name
         ],
         items,
     ).writes
+    [ancient] = apply_operations(
+        [op(op="add", text="Alice swims.", category="preference", valid_from="0001-01-01T00:00:00+01:00")],
+        items,
+    ).writes
+    assert ancient.record.valid_from == datetime(2023, 5, 8, tzinfo=UTC)  # the item's date instead
     assert (cited.record.valid_from, cited.record.episode_ids) == (datetime(2023, 5, 8, tzinfo=UTC), ["t1"])
     assert uncited.record.episode_ids == ["t1", "t2"]  # cites none of the burst's: all of them
     assert future.record.valid_from == datetime(2023, 5, 8, tzinfo=UTC)  # never after now
@@ -336,23 +341,61 @@ def test_forgetting_one_episode_removes_what_it_alone_taught_and_rebuilds_the_su
     raw_before = ports.raw_payloads()
 
     status, _, body = ports.call("DELETE", f"{MEMORY}/episodes/t2")
-    assert status == 202 and body["jobs"][0]["status"] == "queued" and body["jobs"][0]["item_id"] == "t2"
-    # At once: the record only t2 taught is gone, and the one it had superseded is current again.
+    [job] = body["jobs"]
+    assert status == 202 and (job["status"], job["item_id"]) == ("completed", "t2")
+    # At once, in one write: the record only t2 taught is gone, the one it had superseded is current
+    # again, and the summary is rebuilt from the records left without an LLM call.
     assert sorted(r["text"] for r in records(ports)) == ["Alice likes tea.", "Alice lives in Paris."]
     assert all(r["invalidated_at"] is None for r in records(ports, "?include_invalidated=true"))
+    memory = ports.call("GET", MEMORY)[2]
+    assert "Berlin" not in memory["memory"] and "Paris" in memory["memory"]
+    assert job["memory_version"] == memory["version"] == 3
+    assert ports.call("GET", f"/v1/tenants/{T}/jobs/{job['job_id']}")[2]["status"] == "completed"
     episodes = ports.call("GET", f"{MEMORY}/episodes")[2]["episodes"]
     assert [episode["id"] for episode in episodes] == ["t1"]
     assert ports.raw_payloads() == raw_before - 1  # its request held only it
-    # Then the rebuild, in the user's order: the summary holds nothing of t2.
-    rebuild = ScriptedModel("never called")
-    ports.consolidation(rebuild).process_batch(ports.queued())
-    memory = ports.call("GET", MEMORY)[2]
-    assert "Berlin" not in memory["memory"] and "Paris" in memory["memory"] and rebuild.calls == 0
-    job = ports.call("GET", f"/v1/tenants/{T}/jobs/{body['jobs'][0]['job_id']}")[2]
-    assert job["status"] == "completed" and job["memory_version"] == memory["version"]
     history = ports.call("GET", f"{MEMORY}/history")[2]["versions"]
+    assert [version["version"] for version in history] == [3, 1]  # version 2 condensed t2
     assert all("Berlin" not in (version["memory"] or "") for version in history)
     assert ports.call("DELETE", f"{MEMORY}/episodes/t2")[0] == 404
+
+
+def test_forgetting_a_statement_that_was_replaced_in_turn_keeps_the_later_one(ports):
+    """Paris (t1) → Berlin (t2) → Munich (t3); forgetting t2: Paris until Munich, Munich current."""
+    places = [("t1", "Paris", "2023-01-01"), ("t2", "Berlin", "2024-01-01"), ("t3", "Munich", "2025-01-01")]
+    for item_id, city, day in places:
+        ingest(ports, {"id": item_id, "text": f"I live in {city}.", "occurred_at": f"{day}T00:00:00Z"})
+        current = records(ports)
+        operation = (
+            {
+                "op": "invalidate",
+                "record_id": current[0]["id"],
+                "text": f"Alice lives in {city}.",
+                "source_items": [item_id],
+            }
+            if current
+            else add(f"Alice lives in {city}.", "location", item_id)
+        )
+        condense(ports, answer(f"Alice lives in {city}.", operation))
+    assert ports.call("DELETE", f"{MEMORY}/episodes/t2")[0] == 202
+    kept = {r["text"]: r for r in records(ports, "?include_invalidated=true")}
+    assert set(kept) == {"Alice lives in Paris.", "Alice lives in Munich."}
+    munich, paris = kept["Alice lives in Munich."], kept["Alice lives in Paris."]
+    assert munich["invalidated_at"] is None
+    assert (paris["superseded_by"], paris["valid_to"]) == (munich["id"], "2025-01-01T00:00:00Z")
+    assert ports.call("GET", MEMORY)[2]["memory"] == "Alice lives in Munich."
+
+
+def test_every_copy_of_a_forgotten_turn_in_the_raw_payloads_is_blanked(ports):
+    ingest(ports, {"id": "t1", "text": "My bank PIN is 4321."})
+    condense(ports, answer("Alice.", add("Alice has a bank PIN.", "other", "t1")))
+    # Sent again beside a new turn: the same job, stored again in the later payload.
+    ingest(ports, {"id": "t1", "text": "My bank PIN is 4321."}, {"id": "t2", "text": "I like tea."})
+    condense(ports, answer("Alice likes tea.", add("Alice likes tea.", "preference", "t2")))
+    assert ports.call("DELETE", f"{MEMORY}/episodes/t1")[0] == 202
+    assert "4321" not in json.dumps(ports.archive.raw)
+    export = ports.call("GET", f"{MEMORY}/export")[2]
+    assert "4321" not in json.dumps(export) and [item["id"] for item in export["items"]] == ["t2"]
 
 
 def test_a_record_taught_by_two_episodes_keeps_the_other(ports):
@@ -363,15 +406,23 @@ def test_a_record_taught_by_two_episodes_keeps_the_other(ports):
     assert tea["episode_ids"] == ["t2"]
 
 
-def test_the_rebuild_after_a_delete_of_the_user_is_skipped(ports):
-    ingest(ports, {"id": "t1", "text": "I own a cat."})
-    condense(ports, answer("Alice owns a cat.", add("Alice owns a cat.", "possession", "t1")))
-    job = ports.call("DELETE", f"{MEMORY}/episodes/t1")[2]["jobs"][0]
-    assert ports.call("DELETE", MEMORY)[0] == 204
-    condense(ports, "never called")
-    assert ports.call("GET", MEMORY)[2]["memory"] is None
-    caught = ports.call("GET", f"/v1/tenants/{T}/jobs/{job['job_id']}")[2]
-    assert (caught["status"], caught["item_id"]) == ("skipped", None)  # caught by the delete
+def test_a_forget_racing_a_condensation_makes_the_condensation_write_again(ports):
+    """A condensation that read the memory before a forget loses its conditional write, then
+    condenses on top of the rebuilt summary: what the episode taught never comes back."""
+    ingest(ports, {"id": "t1", "text": "My bank PIN is 4321."})
+    condense(ports, answer("Alice has a bank PIN, 4321.", add("Alice's bank PIN is 4321.", "other", "t1")))
+    ingest(ports, {"id": "t2", "text": "I like tea."})
+    ports.store.before_write = lambda: ports.forgetter().forget(T, U, "t1")
+    model = condense(
+        ports,
+        reply=lambda prompt: answer(
+            "Alice likes tea." if "4321" not in prompt else "Alice has a bank PIN, 4321, and likes tea.",
+            add("Alice likes tea.", "preference", "t2"),
+        ),
+    )
+    assert model.calls == 2 and "4321" not in model.prompts[1]
+    memory = ports.call("GET", MEMORY)[2]["memory"]
+    assert memory == "Alice likes tea." and [r["text"] for r in records(ports)] == ["Alice likes tea."]
 
 
 def test_a_record_deleted_during_a_condensation_is_never_brought_back(ports):

@@ -194,15 +194,16 @@ def edit_service() -> "EditService":
 
 @once
 def episode_forgetter() -> "EpisodeForgetter":
-    from hippocampus.domain.condense.rebuild import SummaryRebuild
-    from hippocampus.domain.history import HistoryArchive
     from hippocampus.domain.reads.forget_episode import EpisodeForgetter
 
-    tracing = _tracing()
-    history = HistoryArchive(memory_store(), archive(), tracing)
-    rebuild = SummaryRebuild(memory_store(), record_store(), history, get_settings().max_words)
     return EpisodeForgetter(
-        memory_store(), episode_store(), record_store(), job_store(), archive(), job_queue, tracing, rebuild
+        memory_store(),
+        episode_store(),
+        record_store(),
+        job_store(),
+        archive(),
+        _tracing(),
+        get_settings().max_words,
     )
 
 

@@ -4,10 +4,12 @@ tombstone of each user."""
 import json
 from collections.abc import Collection
 from datetime import datetime
-from typing import Any
+from itertools import batched
+from typing import Any, Final
 
-from hippocampus.adapters.dynamodb_episodes import episode_put
+from hippocampus.adapters.dynamodb_episodes import episode_put, episode_sk
 from hippocampus.adapters.dynamodb_facts import FactCommits
+from hippocampus.adapters.dynamodb_index import job_ref_put
 from hippocampus.adapters.dynamodb_items import (
     Item,
     current,
@@ -17,8 +19,9 @@ from hippocampus.adapters.dynamodb_items import (
     is_expired,
     with_prefix,
 )
+from hippocampus.adapters.dynamodb_job_creation import job_put
 from hippocampus.adapters.dynamodb_jobs import job_update
-from hippocampus.adapters.dynamodb_records import record_put
+from hippocampus.adapters.dynamodb_records import record_put, record_rewrite, record_sk
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
@@ -32,6 +35,7 @@ from hippocampus.adapters.dynamodb_table import (
     MEMORY_SK,
     RECORD_PREFIX,
     Table,
+    generation_check,
     iso,
     key,
     user_pk,
@@ -43,6 +47,10 @@ from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.ports import MemoryState, MemoryWrite
+from hippocampus.contracts.records import EpisodeForget
+
+# DynamoDB's TransactWriteItems takes at most 100 writes.
+TRANSACTION_MAX_ITEMS: Final = 100
 
 
 class DynamoMemoryStore:
@@ -78,45 +86,7 @@ class DynamoMemoryStore:
 
     def write_memory(self, write: MemoryWrite) -> None:
         now = self._table.now()
-        names = {"#v": "version", "#g": "generation", "#m": "memory"}
-        plain: dict[str, Any] = {
-            ":expected": write.expected_version,
-            ":gen": write.generation,
-            ":new": write.expected_version + 1,
-            ":words": write.word_count,
-            ":at": iso(write.updated_at),
-            ":jobs": list(write.completed_job_ids),
-        }
-        update = "SET #v = :new, #g = :gen, word_count = :words, updated_at = :at, job_ids = :jobs"
-        if write.memory is not None:
-            update += ", #m = :memory"
-            plain[":memory"] = write.memory
-        if self._memory_ttl_s:
-            update += f", {TTL} = :ttl"
-            plain[":ttl"] = self._table.epoch() + self._memory_ttl_s
-        if write.episodes:  # counted, so the condenser trims only a user over the cap
-            update += f" ADD {EPISODE_COUNT} :episodes"
-            plain[":episodes"] = len(write.episodes)
-        if write.memory is None:  # a summary rebuilt from no records: none, as for a new user
-            update += " REMOVE #m"
-        # On the version counter as read: a delete keeps it, and so does an expired memory DynamoDB
-        # has not removed yet, so the next version is always one no earlier read has seen.
-        condition = "(#v = :expected AND #g = :gen)"
-        if write.expected_version == 0:
-            # An absent counter is 0 (an item may hold only the generation so far).
-            condition = "(attribute_not_exists(#v) AND #g = :gen) OR " + condition
-            if write.generation == 0:
-                condition = "attribute_not_exists(pk) OR " + condition
-        memory_update = {
-            "Update": {
-                "TableName": self._table.name,
-                "Key": key(user_pk(write.tenant_id, write.user_id), MEMORY_SK),
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values(plain),
-            }
-        }
+        memory_update = self._memory_update(write, len(write.episodes))
         # The ledger: each applied job turns `completed` atomically with the version that applied it.
         ledger = [
             job_update(
@@ -133,6 +103,96 @@ class DynamoMemoryStore:
         place = (self._table, write.tenant_id, write.user_id, write.generation)
         records = [record_put(*place, change, self._memory_ttl_s) for change in write.records]
         self._table.transact([memory_update, *ledger, *episodes, *records])
+
+    def forget_episode(self, forget: EpisodeForget) -> None:
+        """One transaction: the memory's next version (the summary rebuilt, the episode count down,
+        conditional on the version and generation read), the forget's job stored `completed` at it,
+        the episode items and the records it alone taught deleted, the others rewritten while they
+        are as read. Past DynamoDB's 100 writes, the record changes go first in transactions of their
+        own, each checking the generation; the episode goes with the last, so a retry after a partial
+        failure finds it still there and plans again from what was done."""
+        write = MemoryWrite(
+            forget.tenant_id,
+            forget.user_id,
+            forget.expected_version,
+            forget.generation,
+            forget.memory,
+            forget.word_count,
+            forget.updated_at,
+            [forget.job.job_id],
+        )
+        pk = user_pk(forget.tenant_id, forget.user_id)
+        job = [
+            job_put(self._table, forget.job, forget.generation, self._job_retention_s),
+            job_ref_put(self._table, forget.job, forget.generation, self._job_retention_s),
+        ]
+        last = [
+            self._memory_update(write, -len(forget.episodes)),
+            *job,
+            *(
+                {"Delete": {"TableName": self._table.name, "Key": key(pk, episode_sk(e.place))}}
+                for e in forget.episodes
+            ),
+        ]
+        changes = [
+            *(
+                {"Delete": {"TableName": self._table.name, "Key": key(pk, record_sk(r.id))}}
+                for r in forget.deleted_records
+            ),
+            *(
+                record_rewrite(self._table, forget.tenant_id, forget.user_id, r)
+                for r in forget.rewritten_records
+            ),
+        ]
+        room = TRANSACTION_MAX_ITEMS - len(last)
+        head, tail = changes[: max(0, len(changes) - room)], changes[max(0, len(changes) - room) :]
+        check = generation_check(self._table.name, forget.tenant_id, forget.user_id, forget.generation)
+        for chunk in batched(head, TRANSACTION_MAX_ITEMS - 1):
+            self._table.transact([check, *chunk])
+        self._table.transact([*last, *tail])
+
+    def _memory_update(self, write: MemoryWrite, episode_change: int) -> dict[str, Any]:
+        """The conditional `Update` of the memory item to the version `write` makes."""
+        names = {"#v": "version", "#g": "generation", "#m": "memory"}
+        plain: dict[str, Any] = {
+            ":expected": write.expected_version,
+            ":gen": write.generation,
+            ":new": write.expected_version + 1,
+            ":words": write.word_count,
+            ":at": iso(write.updated_at),
+            ":jobs": list(write.completed_job_ids),
+        }
+        update = "SET #v = :new, #g = :gen, word_count = :words, updated_at = :at, job_ids = :jobs"
+        if write.memory is not None:
+            update += ", #m = :memory"
+            plain[":memory"] = write.memory
+        if self._memory_ttl_s:
+            update += f", {TTL} = :ttl"
+            plain[":ttl"] = self._table.epoch() + self._memory_ttl_s
+        if episode_change:  # counted, so the condenser trims only a user over the cap (and recall's
+            # copy of the episodes is read again when the count no longer adds up)
+            update += f" ADD {EPISODE_COUNT} :episodes"
+            plain[":episodes"] = episode_change
+        if write.memory is None:  # a summary rebuilt from no records: none, as for a new user
+            update += " REMOVE #m"
+        # On the version counter as read: a delete keeps it, and so does an expired memory DynamoDB
+        # has not removed yet, so the next version is always one no earlier read has seen.
+        condition = "(#v = :expected AND #g = :gen)"
+        if write.expected_version == 0:
+            # An absent counter is 0 (an item may hold only the generation so far).
+            condition = "(attribute_not_exists(#v) AND #g = :gen) OR " + condition
+            if write.generation == 0:
+                condition = "attribute_not_exists(pk) OR " + condition
+        return {
+            "Update": {
+                "TableName": self._table.name,
+                "Key": key(user_pk(write.tenant_id, write.user_id), MEMORY_SK),
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values(plain),
+            }
+        }
 
     # --- facts: counted on the memory item, written without a lock (docs/architecture.md "Fact limits")
 

@@ -9,10 +9,9 @@ indexer (adapters/dynamodb_recall.py): a `Put` rewrites the item whole, so an in
 none (it is not ranked), and a record rewritten current gets one at the indexer's next pass.
 """
 
-from itertools import batched
-from typing import Any, Final
+from datetime import datetime
+from typing import Any
 
-from hippocampus.adapters.dynamodb_episodes import episode_sk
 from hippocampus.adapters.dynamodb_items import Item, current, decoded_all
 from hippocampus.adapters.dynamodb_table import (
     RECORD_PREFIX,
@@ -28,12 +27,11 @@ from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
-from hippocampus.contracts.records import EpisodeForget, MemoryRecord, RecordWrite
+from hippocampus.contracts.records import MemoryRecord, RecordRewrite, RecordWrite
 
 _TIMES = ("valid_from", "valid_to", "recorded_at", "invalidated_at")
 # Attributes of the item that are not the record's: its key, and the vector recall gave it.
 _NOT_FIELDS = frozenset({PK, SK, VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE})
-TRANSACTION_MAX_ITEMS: Final = 100
 
 
 def record_sk(record_id: str) -> str:
@@ -43,10 +41,22 @@ def record_sk(record_id: str) -> str:
 def record_put(
     table: Table, tenant_id: str, user_id: str, generation: int, write: RecordWrite, ttl_s: int | None
 ) -> dict[str, Any]:
-    """The `Put` of one record in the memory's transaction: a new one must not exist yet, and one
-    being invalidated must still exist and be current (a concurrent delete or invalidation wins:
-    the transaction fails, and the condensation reads again)."""
+    """A record's write in the memory's transaction. A new one is a `Put` where none exists yet; an
+    invalidation an `Update` of its ending alone (the rest of the record, as a forget may have left
+    it, is kept), only while it exists, is current and of the user's generation: a concurrent delete
+    or invalidation makes the transaction lose, and the condensation reads again."""
     record = write.record
+    if not write.is_new:
+        return _update(
+            table,
+            user_pk(tenant_id, user_id),
+            record,
+            "attribute_exists(pk) AND attribute_not_exists(invalidated_at) AND #g = :gen",
+            {":gen": generation},
+            ("valid_to", "invalidated_at", "superseded_by"),
+            # An invalidated record is never ranked: its vector goes (the indexer gives none to it).
+            dropped=(VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE),
+        )
     item: dict[str, Any] = {
         PK: user_pk(tenant_id, user_id),
         SK: record_sk(record.id),
@@ -58,16 +68,67 @@ def record_put(
     }
     if ttl_s:
         item[TTL] = table.epoch() + ttl_s
-    condition = (
-        "attribute_not_exists(pk)"
-        if write.is_new
-        else "attribute_exists(pk) AND attribute_not_exists(invalidated_at) AND #g = :gen"
+    return {
+        "Put": {
+            "TableName": table.name,
+            "Item": values(item),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+
+def record_rewrite(table: Table, tenant_id: str, user_id: str, rewrite: RecordRewrite) -> dict[str, Any]:
+    """A record changed by forgetting an episode: its sources and ending as `after`, only while its
+    sources and ending are still as read (a condensation or another forget meanwhile makes it lose)."""
+    before = rewrite.before
+    plain: dict[str, Any] = {":read_ids": before.episode_ids}
+    condition = "attribute_exists(pk) AND episode_ids = :read_ids AND "
+    if before.invalidated_at is None:
+        condition += "attribute_not_exists(invalidated_at)"
+    else:
+        condition += "invalidated_at = :read_invalidated"
+        plain[":read_invalidated"] = iso(before.invalidated_at)
+    fields = ("episode_ids", "valid_to", "invalidated_at", "superseded_by")
+    return _update(table, user_pk(tenant_id, user_id), rewrite.after, condition, plain, fields)
+
+
+def _update(
+    table: Table,
+    pk: str,
+    record: MemoryRecord,
+    condition: str,
+    plain: dict[str, Any],
+    fields: tuple[str, ...],
+    dropped: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """An `Update` setting `fields` of `record` as they are in it (a None removes the attribute), and
+    removing the attributes `dropped`."""
+    names = {f"#{index}": field for index, field in enumerate(fields)}
+    sets: list[str] = []
+    removes = [f"#d{index}" for index in range(len(dropped))]
+    for alias, field in list(names.items())[: len(fields)]:
+        value = getattr(record, field)
+        if value is None:
+            removes.append(alias)
+        else:
+            sets.append(f"{alias} = :{field}")
+            plain[f":{field}"] = iso(value) if isinstance(value, datetime) else value
+    expression = ("SET " + ", ".join(sets) if sets else "") + (
+        " REMOVE " + ", ".join(removes) if removes else ""
     )
-    put: dict[str, Any] = {"TableName": table.name, "Item": values(item), "ConditionExpression": condition}
-    if not write.is_new:
-        put["ExpressionAttributeNames"] = {"#g": "generation"}
-        put["ExpressionAttributeValues"] = values({":gen": generation})
-    return {"Put": put}
+    names |= {f"#d{index}": attribute for index, attribute in enumerate(dropped)}
+    if "#g" in condition:
+        names["#g"] = "generation"
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": key(pk, record_sk(record.id)),
+            "UpdateExpression": expression.strip(),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values(plain),
+        }
+    }
 
 
 def record_of(item: Item) -> MemoryRecord:
@@ -108,32 +169,6 @@ class DynamoRecordStore:
         except ConditionFailed:
             return False  # no such record, or the user was forgotten since (then it is gone too)
         return True
-
-    def forget_episode(self, forget: EpisodeForget) -> None:
-        """One transaction (several past 100 writes, each checking the generation; the episode goes
-        in the first, so a retry after a partial failure finds it gone and what is left still
-        applies). A rewritten record must still be as read."""
-        pk = user_pk(forget.tenant_id, forget.user_id)
-        deletes = [key(pk, episode_sk(episode.place)) for episode in forget.episodes]
-        deletes += [key(pk, record_sk(record.id)) for record in forget.deleted_records]
-        writes: list[dict[str, Any]] = [
-            {"Delete": {"TableName": self._table.name, "Key": k}} for k in deletes
-        ]
-        place = (self._table, forget.tenant_id, forget.user_id, forget.generation)
-        for rewrite in forget.rewritten_records:
-            put = record_put(*place, RecordWrite(rewrite.after, is_new=False), None)["Put"]
-            invalidated = rewrite.before.invalidated_at
-            if invalidated is None:
-                put["ConditionExpression"] = "attribute_exists(pk) AND attribute_not_exists(invalidated_at)"
-                del put["ExpressionAttributeNames"], put["ExpressionAttributeValues"]
-            else:
-                put["ConditionExpression"] = "attribute_exists(pk) AND invalidated_at = :invalidated"
-                del put["ExpressionAttributeNames"]
-                put["ExpressionAttributeValues"] = values({":invalidated": iso(invalidated)})
-            writes.append({"Put": put})
-        check = generation_check(self._table.name, forget.tenant_id, forget.user_id, forget.generation)
-        for chunk in batched(writes, TRANSACTION_MAX_ITEMS - 1):
-            self._table.transact([check, *chunk])
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         records = self.records(tenant_id, user_id, generation)

@@ -21,7 +21,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.recall import Episode
-from hippocampus.contracts.records import RecordWrite
+from hippocampus.contracts.records import EpisodeForget, RecordWrite
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,11 @@ class MemoryStore(Protocol):
 
     def erase_user(self, tenant_id: str, user_id: str) -> int:
         """Tombstone the user (new generation), remove its older facts; return the new generation."""
+        ...
+
+    def forget_episode(self, forget: EpisodeForget) -> None:
+        """All of it in one transaction (docs/api.md "Forget one episode"); ConditionFailed when the
+        memory changed since it was read (a condensation, a delete), or a record did."""
         ...
 
 

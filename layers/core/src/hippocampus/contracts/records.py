@@ -9,11 +9,12 @@ the service learned and unlearned it.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hippocampus.contracts.models import Episode, MemoryRecord, Record, RecordCategory
+from hippocampus.contracts.models import Episode, Job, MemoryRecord, Record, RecordCategory
 
 # In the order a summary rebuilt from records takes them: who someone is before what they did.
 RECORD_CATEGORIES: Final[tuple[str, ...]] = (
@@ -61,16 +62,23 @@ class RecordRewrite:
 
 @dataclass(frozen=True)
 class EpisodeForget:
-    """Forgetting one episode (docs/api.md "Forget one episode"), in one transaction while the user
-    is at `generation`: its episode items gone, the records it alone taught deleted, the others
-    rewritten (its id dropped; a record only it had superseded current again)."""
+    """Forgetting one episode (docs/api.md "Forget one episode"), in one transaction while the memory
+    is at `expected_version` and `generation`: its episode items gone, the records it alone taught
+    deleted, the others rewritten (its id dropped; an ending only it had caused undone), the summary
+    rebuilt from the records left (`memory`, None: no summary) as the next version, and `job`, the
+    forget's job, stored `completed` at that version."""
 
     tenant_id: str
     user_id: str
     generation: int
+    expected_version: int
     episodes: Sequence[Episode]
     deleted_records: Sequence[MemoryRecord]
     rewritten_records: Sequence[RecordRewrite]
+    memory: str | None
+    word_count: int
+    updated_at: datetime
+    job: Job
 
 
 class RecordStore(Protocol):
@@ -89,11 +97,6 @@ class RecordStore(Protocol):
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         """Keep at most `keep` records: the oldest invalidated go first, then the oldest current;
         return how many were removed."""
-        ...
-
-    def forget_episode(self, forget: EpisodeForget) -> None:
-        """All of it or nothing; ConditionFailed when the user was forgotten since, or a record
-        changed since it was read."""
         ...
 
 

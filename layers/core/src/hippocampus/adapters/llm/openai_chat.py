@@ -18,6 +18,7 @@ from hippocampus.adapters.openai_common import (
 )
 from hippocampus.adapters.sdk_clients import Lazy, openai_client
 from hippocampus.contracts.ports import LlmResult
+from hippocampus.observability import logger
 from hippocampus.settings import Settings
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class OpenAIChat:
         self._base_url = base_url
         self._max_retries = max_retries
         self._client: Lazy[OpenAI] = Lazy(lambda: openai_client(api_key, base_url, timeout_s))
+        # False once the model or server refused structured outputs: this process asks in text.
+        self._structured = True
 
     @classmethod
     def from_settings(cls, settings: Settings, secret_reader: SecretReader | None = None) -> "OpenAIChat":
@@ -83,7 +86,7 @@ class OpenAIChat:
     ) -> LlmResult:
         # Structured outputs in strict mode: the model's answer follows the schema.
         extra: dict[str, Any] = {}
-        if schema is not None:
+        if schema is not None and self._structured:
             extra["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": SCHEMA_NAME, "schema": dict(schema), "strict": True},
@@ -98,14 +101,23 @@ class OpenAIChat:
                 **extra,
             )
 
-        response = call_in_time(
-            attempt,
-            attempt_timeout_s=self._timeout_s,
-            timeout_s=timeout_s,
-            retries=self._max_retries,
-            is_transient=is_transient,
-            min_attempt_s=min(MIN_ATTEMPT_S, self._timeout_s),
-        )
+        try:
+            response = call_in_time(
+                attempt,
+                attempt_timeout_s=self._timeout_s,
+                timeout_s=timeout_s,
+                retries=self._max_retries,
+                is_transient=is_transient,
+                min_attempt_s=min(MIN_ATTEMPT_S, self._timeout_s),
+            )
+        except Exception as error:
+            if not extra or not refuses_structured_outputs(error):
+                raise
+            # An older model, or a server that only claims compatibility: ask again in text, and from
+            # now on (its plain answer is the summary alone: docs/architecture.md "Records").
+            logger.warning("structured outputs refused; asking in text", extra={"model": self.model})
+            self._structured = False
+            return self.complete(system, prompt, timeout_s, schema)
         return _result(response)
 
 
@@ -124,3 +136,10 @@ def _result(response: Any) -> LlmResult:
         prompt_tokens=getattr(usage, "prompt_tokens", None) or 0,
         completion_tokens=getattr(usage, "completion_tokens", None) or 0,
     )
+
+
+def refuses_structured_outputs(error: Exception) -> bool:
+    """A 400 whose message names the structured-output request (`response_format`, `json_schema`)."""
+    status = getattr(error, "status_code", None)
+    text = str(error).lower()
+    return status == 400 and ("response_format" in text or "json_schema" in text)

@@ -46,7 +46,6 @@ from hippocampus.domain.condense.live_items import ItemContents
 from hippocampus.domain.condense.prompt import CondenseInput
 from hippocampus.domain.condense.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.condense.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
-from hippocampus.domain.condense.rebuild import SummaryRebuild
 from hippocampus.domain.condense.record_ops import (
     Burst,
     RecordChanges,
@@ -75,13 +74,14 @@ class Deferred(Exception):
 @dataclass(frozen=True)
 class Attempt:
     """One conditional write being prepared: the items of the chunk, their prompt inputs and
-    episodes, and the memory and records as read."""
+    episodes, the memory and records as read, and the records its prompt lists."""
 
     pending: list[QueuedItem]
     inputs: list[CondenseInput]
     episodes: list[Episode]
     state: MemoryState
     records: list[MemoryRecord]
+    shown: list[MemoryRecord]  # the current records the prompt lists
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ class ConsolidationService:
                 pending = self._unapplied(items)
                 pending += gathered(self._jobs, pending, self._burst, self._may_wait_s(deadline))
                 try:
-                    return self._in_order(pending, deadline)
+                    return self._condense(pending, deadline)
                 except Exception as error:
                     self._report_failure(pending, error)
                     raise
@@ -240,36 +240,6 @@ class ConsolidationService:
             pending.append(item)
         return pending
 
-    def _in_order(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
-        """The turns condensed, and each rebuild of the summary (after an episode was forgotten)
-        done, in the user's order; the generation of the last write (None: nothing written)."""
-        written: int | None = None
-        turns: list[QueuedItem] = []
-        for item in [*pending, None]:
-            if item is not None and item.message.kind == "condense":
-                turns.append(item)
-                continue
-            for done in (self._condense(turns, deadline) if turns else None, self._rebuild(item)):
-                written = done if done is not None else written
-            turns = []
-        return written
-
-    def _rebuild(self, item: QueuedItem | None) -> int | None:
-        """The summary made of the records left (domain/condense/rebuild.py); the job `skipped` when
-        the user was forgotten since."""
-        if item is None:
-            return None
-        message = item.message
-        rebuild = SummaryRebuild(
-            self._store, self._records, self._history, self._condenser().max_words, self._clock
-        )
-        with self._tracing.span("condense.rebuild", tenant_id=message.tenant_id, job_id=message.job_id):
-            if rebuild.rebuild(message.tenant_id, message.user_id, message.generation, message.job_id):
-                return message.generation
-        self._jobs.set_job_status(message.tenant_id, [message.job_id], "skipped")
-        record_metric(MetricName.JOBS_SKIPPED)
-        return None
-
     def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
         lost = 0  # conditional writes lost in a row
         written: int | None = None  # the generation of the last write that won
@@ -290,13 +260,15 @@ class ConsolidationService:
             ]
             episodes = [episode_of(entry.queued.message, entry.content) for entry in live]
             # As many of the oldest items as one prompt holds; the rest go in the next call.
-            render = partial(self._condenser().build_prompt, state.memory)
+            # The records the prompt lists count in its size as much as the items do.
+            shown = records_for_prompt(current_records(records), inputs)
+            render = partial(self._condenser().build_prompt, state.memory, records=shown)
             count, cut = fitting(inputs, render, self._prompt_max_chars)
             chunk, inputs = pending[:count], [cut] if cut else inputs[:count]
             # Checked before `processing`, so a job is never marked so with no time left to finish.
             require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
-            if self._apply(Attempt(chunk, inputs, episodes[:count], state, records), deadline):
+            if self._apply(Attempt(chunk, inputs, episodes[:count], state, records, shown), deadline):
                 pending, lost, written = pending[count:], 0, state.generation
                 if state.episode_count + count > self._max_episodes:
                     self._trim_episodes(tenant_id, user_id)
@@ -319,9 +291,7 @@ class ConsolidationService:
         current = current_records(attempt.records)
         started = time.perf_counter()
         with self._tracing.span("llm.condense", tenant_id=tenant_id, job_id=job_ids[0]):
-            outcome = self._condenser().condense(
-                state.memory, attempt.inputs, deadline, records_for_prompt(current, attempt.inputs)
-            )
+            outcome = self._condenser().condense(state.memory, attempt.inputs, deadline, attempt.shown)
         record_metric(MetricName.LLM_LATENCY_MS, (time.perf_counter() - started) * 1000)
         record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
         record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
+from typing import Final
 
 from hippocampus.contracts.models import rfc_3339
 from hippocampus.contracts.records import (
@@ -186,14 +187,21 @@ class _Changes:
         return given
 
 
+# The earliest date an answer may give: an older one is a model's mistake, and a year 1 with an
+# offset cannot even be written in UTC.
+EARLIEST_VALID_FROM: Final = datetime(1900, 1, 1, tzinfo=UTC)
+
+
 def _parse_when(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
         if len(value) == len("2023-05-08"):
-            return datetime.combine(datetime.strptime(value, "%Y-%m-%d").date(), time(), UTC)
-        return rfc_3339(value)
-    except ValueError:
+            moment = datetime.combine(datetime.strptime(value, "%Y-%m-%d").date(), time(), UTC)
+        else:
+            moment = rfc_3339(value)
+        return moment if moment.astimezone(UTC) >= EARLIEST_VALID_FROM else None
+    except (ValueError, OverflowError):
         return None
 
 

@@ -1,23 +1,36 @@
 """Forget one episode (DELETE …/memory/episodes/{episode_id}, docs/api.md "Forget one episode").
 
-At once, in one transaction while the user is at the generation read: the episode, the records it
-alone taught (deleted, not invalidated: nothing of it may stay), its id dropped from the records
-others taught too, and a record that only it had superseded made current again (what it taught
-includes that the older statement had ended). Then its item is blanked in the raw payload and the
-summary history from the version that learned it on is erased. The summary itself may hold what
-the episode taught, so a job in the user's message group rebuilds it from the remaining current
-records (after every item queued before it); the answer is 202 with that job.
+First every copy of the turn in the user's raw payloads is blanked (S3; nothing else changed yet,
+so a failure there is sent again whole). Then one transaction, conditional on the memory's version
+and generation as read: the episode; the records it alone taught, deleted (not invalidated: nothing
+of it may stay); its id dropped from the records others taught too; an ending it had caused undone
+(a record it had superseded takes back the ending of the one deleted); the summary rebuilt from the
+records left, as the next version, with no LLM call (the old summary may hold what the episode
+taught); and the forget's job, `completed` at that version. A condensation in flight loses its own
+conditional write and condenses again on top of the rebuilt summary; a delete of the user since
+makes the forget read again and find nothing. Last, the summary history from the version that
+condensed the episode on is erased: each later version was written from it.
 """
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, NotFound, WriteConflict
-from hippocampus.contracts.models import CondenseMessage, Episode, Job, JobsResponse
-from hippocampus.contracts.ports import ArchiveStore, EpisodeStore, JobQueue, JobStore, MemoryStore, Tracing
+from hippocampus.contracts.errors import ConditionFailed, NotFound, WriteConflict
+from hippocampus.contracts.models import Episode, HistoryVersion, Job, JobsResponse
+from hippocampus.contracts.ports import (
+    ArchiveStore,
+    EpisodeStore,
+    JobStore,
+    MemoryState,
+    MemoryStore,
+    Tracing,
+)
+from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord, RecordRewrite, RecordStore
 from hippocampus.domain.clock import Clock, utc_now
-from hippocampus.domain.condense.rebuild import SummaryRebuild
+from hippocampus.domain.condense.record_ops import current_records
+from hippocampus.domain.condense.record_summary import summary_from_records
+from hippocampus.domain.history import HistoryArchive
 from hippocampus.observability import logger
 
 FORGET_ATTEMPTS = 3
@@ -27,20 +40,27 @@ def forget_plan(
     records: Sequence[MemoryRecord], episode_id: str
 ) -> tuple[list[MemoryRecord], list[RecordRewrite]]:
     """The records forgetting `episode_id` deletes, and those it rewrites."""
-    deleted = [record for record in records if record.episode_ids and set(record.episode_ids) <= {episode_id}]
-    gone = {record.id for record in deleted}
+    deleted = {r.id: r for r in records if r.episode_ids and set(r.episode_ids) <= {episode_id}}
     rewrites: list[RecordRewrite] = []
     for record in records:
-        if record.id in gone:
+        if record.id in deleted:
             continue
         changes: dict[str, object] = {}
         if episode_id in record.episode_ids:
             changes["episode_ids"] = [kept for kept in record.episode_ids if kept != episode_id]
-        if record.superseded_by in gone:
-            changes |= {"valid_to": None, "invalidated_at": None, "superseded_by": None}
+        ended_by = deleted.get(record.superseded_by or "")
+        if ended_by is not None:
+            # Without the statement that ended it, it ends as that one did: current again if that
+            # one was, else replaced by what replaced it (Paris → Berlin → Munich, Berlin forgotten:
+            # Paris until Munich).
+            changes |= {
+                "valid_to": ended_by.valid_to,
+                "invalidated_at": ended_by.invalidated_at,
+                "superseded_by": ended_by.superseded_by,
+            }
         if changes:
             rewrites.append(RecordRewrite(record, record.model_copy(update=changes)))
-    return deleted, rewrites
+    return list(deleted.values()), rewrites
 
 
 class EpisodeForgetter:
@@ -51,100 +71,105 @@ class EpisodeForgetter:
         records: RecordStore,
         jobs: JobStore,
         archive: ArchiveStore,
-        queue: Callable[[], JobQueue],
         tracing: Tracing,
-        rebuild: SummaryRebuild,
+        max_words: int,
         clock: Clock = utc_now,
     ) -> None:
-        self._rebuild = rebuild
         self._store = store
         self._episodes = episodes
         self._records = records
         self._jobs = jobs
         self._archive = archive
-        self._queue = queue
+        self._history = HistoryArchive(store, archive, tracing)
         self._tracing = tracing
+        self._max_words = max_words
         self._clock = clock
 
     def forget(self, tenant_id: str, user_id: str, episode_id: str) -> JobsResponse:
-        generation, episodes = self._erase(tenant_id, user_id, episode_id)
-        for episode in episodes:
-            self._forget_payload(tenant_id, episode)
-        self._forget_history(tenant_id, user_id, generation, episodes)
-        job = self._queue_rebuild(tenant_id, user_id, episode_id, generation)
-        logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": job.job_id})
-        return JobsResponse(jobs=[job])
-
-    def _erase(self, tenant_id: str, user_id: str, episode_id: str) -> tuple[int, list[Episode]]:
-        """The episode and what it alone taught, in one transaction; read again when a record
-        changed meanwhile (a condensation invalidated it)."""
+        state, found = self._find(tenant_id, user_id, episode_id)
+        self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
         for _ in range(FORGET_ATTEMPTS):
-            with self._tracing.span("dynamodb.read_episode", tenant_id=tenant_id):
-                generation = self._store.read_generation(tenant_id, user_id)
-                found = [
-                    e for e in self._episodes.episodes(tenant_id, user_id, generation) if e.id == episode_id
-                ]
-                if not found:
-                    raise NotFound(f"episode '{episode_id}' was not found")
-                records = self._records.records(tenant_id, user_id, generation)
-            deleted, rewrites = forget_plan(records, episode_id)
-            forget = EpisodeForget(tenant_id, user_id, generation, found, deleted, rewrites)
+            forget = self._plan(tenant_id, user_id, state, found)
             try:
                 with self._tracing.span("dynamodb.forget_episode", tenant_id=tenant_id):
-                    self._records.forget_episode(forget)
+                    self._store.forget_episode(forget)
             except ConditionFailed:
+                # A condensation, an edit or a delete got there first: decide again on what is there.
+                state, found = self._find(tenant_id, user_id, episode_id)
                 continue
-            return generation, found
-        raise WriteConflict("the user's records kept changing; send the request again")
+            self._forget_history(forget)
+            logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": forget.job.job_id})
+            return JobsResponse(jobs=[forget.job])
+        raise WriteConflict("the user's memory kept changing; send the request again")
 
-    def _forget_payload(self, tenant_id: str, episode: Episode) -> None:
-        source = self._jobs.raw_source(tenant_id, episode.job_id)
-        if source is not None:
-            with self._tracing.span("s3.forget_raw_item", tenant_id=tenant_id):
-                self._archive.forget_raw_item(source.raw_key, source.raw_index)
+    def _find(self, tenant_id: str, user_id: str, episode_id: str) -> tuple[MemoryState, list[Episode]]:
+        with self._tracing.span("dynamodb.read_episode", tenant_id=tenant_id):
+            state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
+            found = [
+                e for e in self._episodes.episodes(tenant_id, user_id, state.generation) if e.id == episode_id
+            ]
+        if not found:
+            raise NotFound(f"episode '{episode_id}' was not found")
+        return state, found
 
-    def _forget_history(self, tenant_id: str, user_id: str, generation: int, episodes: list[Episode]) -> None:
-        """Every summary version from the first that learned the episode on: each later one was
-        written from it."""
-        jobs = self._jobs.get_jobs(tenant_id, [episode.job_id for episode in episodes])
-        versions = [job.memory_version for job in jobs.values() if job.memory_version is not None]
-        if not versions:
-            return
-        with self._tracing.span("s3.forget_history", tenant_id=tenant_id):
-            self._archive.delete_history_from(tenant_id, user_id, generation, min(versions))
-
-    def _queue_rebuild(self, tenant_id: str, user_id: str, episode_id: str, generation: int) -> Job:
+    def _plan(self, tenant_id: str, user_id: str, state: MemoryState, found: list[Episode]) -> EpisodeForget:
+        records = self._records.records(tenant_id, user_id, state.generation)
+        deleted, rewrites = forget_plan(records, found[0].id)
+        rewritten = {rewrite.after.id: rewrite.after for rewrite in rewrites}
+        gone = {record.id for record in deleted}
+        left = [rewritten.get(r.id, r) for r in records if r.id not in gone]
+        summary = summary_from_records(current_records(left), self._max_words)
         now = self._clock()
         job = Job(
             job_id=f"job-{uuid.uuid4().hex}",
             tenant_id=tenant_id,
             user_id=user_id,
-            item_id=episode_id,
-            status="queued",
+            item_id=found[0].id,
+            status="completed",
+            memory_version=state.last_version + 1,
             created_at=now,
             updated_at=now,
             occurred_at=now,
         )
-        job, _ = self._jobs.create_job(job, generation)
-        message = CondenseMessage(
-            kind="rebuild",
-            job_id=job.job_id,
+        return EpisodeForget(
             tenant_id=tenant_id,
             user_id=user_id,
-            item_id=episode_id,
-            generation=generation,
-            raw_key="",
-            raw_index=0,
-            queued_at=now,
+            generation=state.generation,
+            expected_version=state.last_version,
+            episodes=found,
+            deleted_records=deleted,
+            rewritten_records=rewrites,
+            memory=summary,
+            word_count=count_words(summary),
+            updated_at=now,
+            job=job,
         )
-        try:
-            self._queue().send([message], self._tracing.current_trace_header())
-        except DependencyUnavailable:
-            # What the episode taught is gone already: rebuild here rather than leave the summary
-            # holding it (the queued items before it are condensed from the rebuilt summary).
-            logger.warning("rebuild not queued; rebuilding now", extra={"job_id": job.job_id})
-            if self._rebuild.rebuild(tenant_id, user_id, generation, job.job_id):
-                return job.model_copy(update={"status": "completed", "updated_at": self._clock()})
-            self._jobs.set_job_status(tenant_id, [job.job_id], "skipped")
-            return job.model_copy(update={"status": "skipped"})
-        return job
+
+    def _forget_payloads(self, tenant_id: str, user_id: str, generation: int, episode_id: str) -> None:
+        """Blank every place of the user's raw payloads that holds the turn (a turn sent again beside
+        new ones is stored again in the later payload)."""
+        with self._tracing.span("s3.forget_raw_items", tenant_id=tenant_id):
+            for raw_key, payload in self._archive.list_raw(tenant_id, user_id, generation).items():
+                items = payload.get("items") or []
+                for index, item in enumerate(items):
+                    if isinstance(item, dict) and item.get("id") == episode_id:
+                        self._archive.forget_raw_item(raw_key, index)
+            if self._store.read_generation(tenant_id, user_id) != generation:
+                # A delete of the user swept raw/ meanwhile: a payload written back after it goes too.
+                self._archive.erase_user(tenant_id, user_id, generation + 1)
+
+    def _forget_history(self, forget: EpisodeForget) -> None:
+        """Every summary version from the first that condensed the episode on, then the rebuilt one."""
+        jobs = self._jobs.get_jobs(forget.tenant_id, [episode.job_id for episode in forget.episodes])
+        versions = [job.memory_version for job in jobs.values() if job.memory_version is not None]
+        place = (forget.tenant_id, forget.user_id, forget.generation)
+        if versions:
+            with self._tracing.span("s3.forget_history", tenant_id=forget.tenant_id):
+                self._archive.delete_history_from(*place, min(versions))
+        entry = HistoryVersion(
+            version=forget.expected_version + 1,
+            memory=forget.memory,
+            updated_at=forget.updated_at,
+            job_ids=[forget.job.job_id],
+        )
+        self._history.record(*place, entry)
