@@ -497,3 +497,25 @@ def test_a_time_range_keeps_what_happened_then(ports):
     ]:
         status, _, error = ports.call("POST", MEMORY + "/query", {"query": "q", "time_range": bad})
         assert status == 422 and error["error"]["details"][0]["field"] == field, (bad, error)
+
+
+def test_min_score_leaves_out_weak_matches(ports):
+    ingest(
+        ports,
+        {"id": "pay", "text": "Pays suppliers through Stripe.", "infer": False},
+        {"id": "dark", "text": "Prefers dark mode.", "infer": False},
+    )
+    ports.indexer().index_user(T, U)
+
+    def scores(**options: Any) -> dict[str, float]:
+        status, _, body = ports.call(
+            "POST", MEMORY + "/query", {"query": "Which payment provider, Stripe?", **options}
+        )
+        assert status == 200, body
+        return {result["id"]: result["score"] for result in body["results"]}
+
+    everything = scores()
+    assert everything["pay"] > 0.5 and set(everything) == {"pay", "dark"} and everything["dark"] < 0.1
+    assert set(scores(min_score=0.1)) == {"pay"}
+    status, _, error = ports.call("POST", MEMORY + "/query", {"query": "q", "min_score": 1.5})
+    assert status == 422 and error["error"]["details"][0]["field"] == "min_score"

@@ -64,6 +64,7 @@ class QueryOptions(TypedDict, total=False):
     metadata_filters: dict[str, Any]
     include_memory: bool
     time_range: TimeRange
+    min_score: float
 
 
 def make_transport(

@@ -89,6 +89,8 @@ class QueryRequest(Model):
     )
     include_memory: bool = True
     time_range: TimeRange | None = None
+    # Results scored below it are left out (0: every result, however weakly it matches).
+    min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
 
     @field_validator("query")
     @classmethod

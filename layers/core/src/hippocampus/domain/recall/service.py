@@ -76,7 +76,7 @@ class RecallService:
         return QueryResponse(
             memory=corpus.state.memory if request.include_memory else None,
             version=corpus.state.version,
-            results=[_result(entry, source) for entry, source in ranked],
+            results=[_result(entry, source) for entry, source in ranked if entry.score >= request.min_score],
             retrieval=Retrieval(
                 embedding_provider=embedder.provider if embedder else "none",
                 model=embedder.model if embedder else None,
