@@ -20,7 +20,10 @@ The rankings are hippocampus.domain.recall.ranking.rank with the offline embedde
 dimensions): alpha 0 is the service's lexical ranking, 1 its vectors alone.
 Then the time of one rank() over 2,200 synthetic documents (the largest user corpus).
 
-Run: .venv/bin/python -m bench.bench_recall_quality [--dataset PATH]
+Printed last, for scripts: `recall@10 shipped=<x> lexical=<y> bm25=<z> questions=<n>` (the service's
+default ranking, its lexical ranking alone and plain BM25), after recall@10 by LoCoMo category.
+
+Run: .venv/bin/python -m bench.bench_recall_quality [--dataset PATH] [--conversations N] [--k 5,10]
 """
 
 import argparse
@@ -56,6 +59,7 @@ Ranker = Callable[[str], list[str]]
 class Question:
     text: str
     evidence: frozenset[str]
+    category: int = 0
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def conversation(sample: dict[str, Any]) -> Conversation:
     for item in sample["qa"]:
         evidence = frozenset(evidence_ids(item.get("evidence") or [])) & known
         if item.get("category") != 5 and evidence:
-            questions.append(Question(str(item["question"]), evidence))
+            questions.append(Question(str(item["question"]), evidence, int(item.get("category") or 0)))
     return Conversation(turns, questions)
 
 
@@ -133,6 +137,7 @@ def hybrid(turns: list[tuple[str, str]], embedder: OfflineEmbedder, alpha: float
 def measure(
     conversations: list[Conversation], build: Callable[[list[tuple[str, str]]], Ranker]
 ) -> dict[str, float]:
+    """recall@k and hit@k over every question, then recall@k of each category (`recall@10 c2`)."""
     recalls: dict[str, list[float]] = {f"{name}@{k}": [] for name in ("recall", "hit") for k in KS}
     for conv in conversations:
         ranker = build(conv.turns)
@@ -142,11 +147,14 @@ def measure(
                 found = len(question.evidence & set(top[:k]))
                 recalls[f"recall@{k}"].append(found / len(question.evidence))
                 recalls[f"hit@{k}"].append(1.0 if found else 0.0)
+                recalls.setdefault(f"recall@{k} c{question.category}", []).append(
+                    found / len(question.evidence)
+                )
     return {name: statistics.fmean(values) for name, values in recalls.items()}
 
 
 def print_table(rows: list[tuple[str, dict[str, float], float]], baseline: dict[str, float]) -> None:
-    names = list(baseline)
+    names = [name for name in baseline if " c" not in name]
     print(f"{'ranking':<34}" + "".join(f"{name:>17}" for name in names) + f"{'seconds':>9}")
     for label, scores, seconds in rows:
         cells = "".join(f"{scores[n]:>8.3f} ({scores[n] / baseline[n]:.2f}x)" for n in names)
@@ -169,6 +177,24 @@ def quality(conversations: list[Conversation]) -> None:
         started = time.perf_counter()
         rows.append((label, measure(conversations, build), time.perf_counter() - started))
     print_table(rows, rows[0][1])
+    by_label = {label: scores for label, scores, _ in rows}
+    shipped = next(scores for label, scores, _ in rows if label.endswith("[default]"))
+    lexical_scores, bm25 = by_label["lexical (alpha 0)"], by_label["baseline: plain BM25"]
+    k = 10 if 10 in KS else max(KS)
+    categories = sorted({question.category for conv in conversations for question in conv.questions})
+    print(f"\nrecall@{k} by category (LoCoMo: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop)")
+    for category in categories:
+        name = f"recall@{k} c{category}"
+        print(
+            f"  category {category}: shipped {shipped[name]:.3f}  lexical {lexical_scores[name]:.3f}"
+            f"  bm25 {bm25[name]:.3f}"
+        )
+    questions = sum(len(conv.questions) for conv in conversations)
+    # The last line, for scripts (docs: issue 20's protocol).
+    print(
+        f"recall@{k} shipped={shipped[f'recall@{k}']:.3f} lexical={lexical_scores[f'recall@{k}']:.3f} "
+        f"bm25={bm25[f'recall@{k}']:.3f} questions={questions}"
+    )
 
 
 def timing(documents_count: int = 2200, dimensions: int = 256, runs: int = 20) -> None:
@@ -214,18 +240,22 @@ def timing(documents_count: int = 2200, dimensions: int = 256, runs: int = 20) -
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--conversations", type=int, default=None, help="the first N conversations (all: 10)")
+    parser.add_argument("--k", type=str, default="5,10", help="the cut-offs, comma-separated (default 5,10)")
     args = parser.parse_args()
+    global KS
+    KS = tuple(sorted({int(value) for value in args.k.split(",") if value.strip()}))
     if not args.dataset.is_file():
         print(f"LoCoMo not found at {args.dataset}: nothing to measure (see bench/bench_recall_quality.py).")
         return 0
-    conversations = load(args.dataset)
+    conversations = load(args.dataset)[: args.conversations]
     questions = sum(len(conv.questions) for conv in conversations)
     turns = sum(len(conv.turns) for conv in conversations)
     print(
         f"LoCoMo: {len(conversations)} conversations, {turns} turns, {questions} questions (categories 1-4)\n"
     )
-    quality(conversations)
     timing()
+    quality(conversations)  # last: its last line is the one a script reads
     return 0
 
 
