@@ -46,7 +46,7 @@ from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, rank, uni
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT.parent / "shared/datasets/locomo/locomo10.json"
-KS = (5, 10)
+KS: tuple[int, ...] = (5, 10)
 ALPHAS = (0.0, 0.3, 0.5, 0.7, 1.0)
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 _EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
