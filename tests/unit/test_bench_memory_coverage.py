@@ -27,9 +27,9 @@ from bench.bench_memory_coverage import (
         ("May 7th, 2023", ["may", "7", "2023"]),
         ("on 2023-05-07", ["7", "may", "2023"]),
         ("07 Aug. 2023", ["7", "august", "2023"]),
-        ("The week before 9 June 2023", ["week", "9", "june", "2023"]),
-        ("Melanie\u2019s paintings!", ["melani", "paint"]),
-        ("Melanie's son", ["melani", "son"]),
+        ("The weekend after 3 March 2024", ["weekend", "3", "march", "2024"]),
+        ("Tomas\u2019s sketches!", ["toma", "sketch"]),
+        ("Tomas's son", ["toma", "son"]),
         ("Three", ["3"]),
         ("Café", ["caf"]),  # folded to cafe, then stemmed as any word
         ("the and of it", []),
@@ -64,7 +64,7 @@ def test_content_words_are_distinct_and_in_order() -> None:
 
 
 def test_covered_needs_80_percent_of_the_words() -> None:
-    text = set(content_words("Caroline went to the LGBTQ support group on 7 May 2023."))
+    text = set(content_words("Rosa went to the pottery workshop on 7 May 2023."))
     assert covered(content_words("7 May 2023"), text)
     assert not covered(content_words("8 May 2023"), text)  # 2 of 3: under 80%
     # 4 of 5 is 80%: covered; 3 of 4 (75%) is not.
@@ -98,7 +98,7 @@ def test_turns_and_lines_as_the_jq_one_liner_makes_them() -> None:
             "speaker_a": "Ann",
             "speaker_b": "Bob",
             "session_10": [{"speaker": "Bob", "dia_id": "D10:1", "text": "Later."}],
-            "session_10_date_time": "7:55 pm on 9 June, 2023",
+            "session_10_date_time": "4:10 pm on 3 March, 2024",
             "session_2": [
                 {"speaker": "Ann", "dia_id": "D2:1", "text": "Look!", "blip_caption": "a photo of a cat"},
                 {"speaker": "Bob", "dia_id": "D2:2", "text": "Nice."},
@@ -125,7 +125,7 @@ def test_turns_and_lines_as_the_jq_one_liner_makes_them() -> None:
     assert line == {
         "user_id": "conv-x",
         "sessions": [
-            {"date_time": "7:55 pm on 9 June, 2023", "turns": [{"id": "D10:1", "text": "Bob: Later."}]}
+            {"date_time": "4:10 pm on 3 March, 2024", "turns": [{"id": "D10:1", "text": "Bob: Later."}]}
         ],
     }
     # jq's `if .blip_caption` is false for null only: an empty caption still shares.

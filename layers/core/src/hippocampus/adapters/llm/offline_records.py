@@ -351,11 +351,12 @@ _CONTRACTIONS = (
 )
 _ADVERB_RUN = re.compile(r"\b(?:" + "|".join(sorted(_ADVERBS)) + r")\b ?")
 _NAME_LABEL = re.compile(r"[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}")
-# Labels of free text that are not people ("Note: …", "Update: …").
+# Labels of free text that are not people ("Note: …", "Update: …", a to-do list's "Todo: …"),
+# compared in lower case.
 _NOT_NAMES = _words(
-    """Note Notes Update Edit PS P.S Todo TODO Reminder Important Summary Question Answer Q A Re Subject
-    Date Time Location Address Phone Email Tip Warning Error Fact Facts Context Status Result Output Input
-    Example Source Title Name Task Goal Plan Tags Bio Profile Preferences Item"""
+    """note notes update edit ps p.s todo reminder important summary question answer q a re subject
+    date time location address phone email tip warning error fact facts context status result output
+    input example source title name task goal plan tags bio profile preferences item"""
 )
 
 
@@ -567,7 +568,7 @@ def extract_statements(content: str, user_name: str | None) -> list[Statement]:
 def _is_name_label(label: str) -> bool:
     label = label.strip()
     return label in (USER_LABEL, ASSISTANT_LABEL) or (
-        _NAME_LABEL.fullmatch(label) is not None and label.split()[0] not in _NOT_NAMES
+        _NAME_LABEL.fullmatch(label) is not None and label.split()[0].lower() not in _NOT_NAMES
     )
 
 
