@@ -74,9 +74,8 @@ class CondenseOutcome:
     changed: bool
     retried: bool = False
     operations: tuple[RecordOperation, ...] = field(default=())
-    # The answer broke the schema and was asked again; it broke twice (its operations dropped).
+    # The answer broke the schema and was asked again.
     schema_retried: bool = False
-    operations_unreadable: bool = False
 
 
 class Condenser:
@@ -143,12 +142,7 @@ class Condenser:
             outcome = self._done(old_memory, summary, calls=calls, tokens=tokens, retried=False)
         else:
             outcome = self._retry_over_budget(old_memory, prompt, summary, tokens, deadline, calls)
-        return replace(
-            outcome,
-            operations=answer.operations,
-            schema_retried=calls > 1,
-            operations_unreadable=answer.broken,
-        )
+        return replace(outcome, operations=answer.operations, schema_retried=calls > 1)
 
     def _retry_broken(
         self, prompt: str, answer: Answer, tokens: tuple[int, int], deadline: Deadline | None

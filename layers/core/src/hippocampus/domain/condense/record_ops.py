@@ -66,7 +66,6 @@ class Burst:
     sources: Sequence[SourceItem]
     now: datetime
     max_writes: int
-    agent_id: str | None = None
 
 
 def apply_operations(
@@ -164,7 +163,6 @@ class _Changes:
                 "recorded_at": now,
                 "episode_ids": sorted({source.item_id for source in sources}),
                 "job_id": sources[-1].job_id,
-                "agent_id": self._burst.agent_id,
             }
         )
 
@@ -227,20 +225,15 @@ def records_for_prompt(
     """The current records an answer may name, in the order they were recorded."""
     content = set(tokens(" ".join(item.render() for item in inputs)))
 
-    def priority(record: MemoryRecord) -> tuple[bool, int, str]:
-        shared = len(content.intersection(tokens(record.text)))
-        return (record.category not in _ONE_AT_A_TIME, -shared, _reverse(record.id))
+    def priority(record: MemoryRecord) -> tuple[bool, int]:
+        return (record.category not in _ONE_AT_A_TIME, -len(content.intersection(tokens(record.text))))
 
+    newest_first = sorted(current, key=lambda record: record.id, reverse=True)
     chosen: list[MemoryRecord] = []
     chars = 0
-    for record in sorted(current, key=priority):
+    for record in sorted(newest_first, key=priority):  # stable: the newest first among equals
         if len(chosen) == PROMPT_RECORDS or chars + len(record.text) > PROMPT_RECORD_CHARS:
             break
         chosen.append(record)
         chars += len(record.text)
     return sorted(chosen, key=lambda record: record.id)
-
-
-def _reverse(text: str) -> str:
-    """A key that sorts `text` newest (highest) first."""
-    return "".join(chr(0x10FFFF - ord(char)) for char in text)

@@ -35,12 +35,8 @@ class RecordQuery:
 
 
 def _order(record: MemoryRecord) -> tuple[float, str]:
-    """Newest first: the position of a record among the user's (ids sort by when recorded)."""
-    return (-record.valid_from.timestamp(), _descending(record.id))
-
-
-def _descending(text: str) -> str:
-    return "".join(chr(0x10FFFF - ord(char)) for char in text)
+    """A record's place among the user's, sorted descending: newest first (ids sort by when recorded)."""
+    return (record.valid_from.timestamp(), record.id)
 
 
 class RecordService:
@@ -54,13 +50,13 @@ class RecordService:
         with self._tracing.span("dynamodb.read_records", tenant_id=tenant_id):
             generation = self._store.read_generation(tenant_id, user_id)
             records = self._records.records(tenant_id, user_id, generation)
-        return sorted(records, key=_order)
+        return sorted(records, key=_order, reverse=True)
 
     def list_records(self, tenant_id: str, user_id: str, query: RecordQuery) -> RecordList:
         after = _position(query.cursor) if query.cursor is not None else None
         wanted = [record for record in self.all_records(tenant_id, user_id) if query.wants(record)]
         if after is not None:
-            wanted = [record for record in wanted if _order(record) > after]
+            wanted = [record for record in wanted if _order(record) < after]
         page = wanted[: query.limit]
         more = len(wanted) > query.limit
         next_cursor = encode_position([page[-1].valid_from.isoformat(), page[-1].id]) if more else None
@@ -81,4 +77,4 @@ def _position(cursor: str) -> tuple[float, str]:
         raise invalid_cursor() from None
     if instant.tzinfo is None:
         raise invalid_cursor()
-    return (-instant.timestamp(), _descending(record_id))
+    return (instant.timestamp(), record_id)
