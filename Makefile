@@ -9,7 +9,8 @@ BIN := $(VENV)/bin
 LOCAL_STAMP := $(VENV)/.installed-local
 SYNTH_STAMP := $(VENV)/.installed-synth
 STAMP := $(VENV)/.installed
-LAYER_REQUIREMENTS := layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt
+LAYER_REQUIREMENTS := layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt \
+	layers/embeddings/requirements.txt layers/embeddings/model.txt
 PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -29,6 +30,8 @@ $(LOCAL_STAMP): requirements-local.txt $(LAYER_REQUIREMENTS) | $(BIN)/python
 	@echo "== Installing the local stack's packages: 74 packages, 340 MB, the first time only: about 25 s on an idle"
 	@echo "   machine with pip's cache warm; several minutes on a busy machine or when pip downloads them all"
 	$(PIP) -r requirements-local.txt
+	@echo "== The offline embedding model (wordllama's wheel, 19 MB: its files only are read) and its tokenizer"
+	$(PIP) --no-deps -r layers/embeddings/requirements.txt -r layers/embeddings/model.txt
 	@touch $@
 
 $(SYNTH_STAMP): requirements.txt $(LOCAL_STAMP)

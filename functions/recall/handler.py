@@ -2,11 +2,11 @@
 
 Its own function, so get_memory keeps its cold start and its permissions: this one may call the
 embedding model (docs/architecture.md "Recall"). With SnapStart this import is snapshotted, its
-client primed first (hippocampus/snapshot.py).
+client and the offline model primed first (hippocampus/snapshot.py).
 """
 
-from hippocampus.snapshot import around_snapshot, prime_clients
-from hippocampus.wiring import recall_handler
+from hippocampus.snapshot import around_snapshot, prime_clients, prime_embedder
+from hippocampus.wiring import query_embedder, recall_handler
 
 lambda_handler = recall_handler()  # settings parsed and the embedding model configured, or a clear failure
-around_snapshot(prime_clients("dynamodb"))
+around_snapshot(prime_clients("dynamodb"), prime_embedder(query_embedder()))

@@ -27,10 +27,10 @@ def dists(layer: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def layers(staged_assets: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
     staged = staged_assets("arm64")
-    return {name: staged[f"layer:{name}"] for name in ("deps", "xray", "llm", "core")}
+    return {name: staged[f"layer:{name}"] for name in ("deps", "xray", "llm", "embeddings", "core")}
 
 
-REQUIREMENT_LAYERS = ("deps", "xray", "llm")
+REQUIREMENT_LAYERS = ("deps", "xray", "llm", "embeddings")
 
 
 def test_runtime_shipped_packages_are_dropped(layers: dict[str, Path]) -> None:
@@ -65,6 +65,18 @@ def test_llm_layer_holds_openai_and_nothing_of_deps(layers: dict[str, Path]) -> 
     assert "openai" in llm
     assert not llm & deps, "the two layers would overlap in /opt/python"
     assert not llm & dists(layers["xray"]), "the condenser carries both"
+
+
+def test_embeddings_layer_holds_the_tokenizer_and_the_model_files_only(layers: dict[str, Path]) -> None:
+    site = layers["embeddings"] / "python"
+    assert dists(layers["embeddings"]) == {
+        "tokenizers"
+    }  # no huggingface-hub: the tokenizer is read from a file
+    model = sorted(str(path.relative_to(site)) for path in (site / "wordllama").rglob("*") if path.is_file())
+    assert model == [
+        "wordllama/tokenizers/l2_supercat_tokenizer_config.json",
+        "wordllama/weights/l2_supercat_256.safetensors",
+    ]
 
 
 def code_of(pyc: Path) -> types.CodeType:

@@ -92,6 +92,7 @@ EMBEDDING_VARIABLES = ("MEMORY_EMBEDDING_PROVIDER", "MEMORY_EMBEDDING_MODEL", "M
         ({"llm_provider": "openai"}, "openai", default_embedding_model("openai")),
         ({"llm_provider": "bedrock"}, "bedrock", default_embedding_model("bedrock")),
         ({"llm_provider": "bedrock", "embedding_provider": "none"}, "none", None),
+        ({"embedding_provider": "hashed"}, "hashed", default_embedding_model("hashed")),
         ({"embedding_provider": "openai", "embedding_model": "text-embedding-3-large"}, "openai", None),
     ],
 )
@@ -99,12 +100,13 @@ def test_condenser_and_recall_are_told_the_same_embeddings(
     settings: dict[str, object], provider: str, model: str | None
 ) -> None:
     """Documents (condenser) and queries (recall) must be embedded alike, or vectors never match."""
-    config = load_config(ctx(embedding_dimensions=512, **settings))
+    dimensions = 128 if provider == "offline" else 512  # a size each provider's model makes
+    config = load_config(ctx(embedding_dimensions=dimensions, **settings))
     environments = function_environments(config, ResourceNames("t", "b", "q", "d"))
     condenser, recall = environments["condenser"], environments["recall"]
     assert recall["MEMORY_EMBEDDING_PROVIDER"] == provider
     assert recall.get("MEMORY_EMBEDDING_MODEL") == (model or settings.get("embedding_model"))
-    assert recall["MEMORY_EMBEDDING_DIMENSIONS"] == "512"
+    assert recall["MEMORY_EMBEDDING_DIMENSIONS"] == str(dimensions)
     assert {name: condenser.get(name) for name in EMBEDDING_VARIABLES} == {
         name: recall.get(name) for name in EMBEDDING_VARIABLES
     }
@@ -142,7 +144,7 @@ def test_bedrock_embeddings_take_the_sizes_titan_v2_offers(dimensions: int) -> N
 
 
 def test_other_providers_take_any_size_in_range() -> None:
-    for provider in ("openai", "offline", "none"):
+    for provider in ("openai", "hashed", "none"):
         assert (
             load_config(ctx(embedding_provider=provider, embedding_dimensions=384)).embedding_dimensions
             == 384
@@ -191,9 +193,14 @@ def test_no_context_gives_defaults() -> None:
             "hippocampus.embedding_dimensions",
             "must be one of 256, 512, 1024",
         ),
+        (
+            ctx(embedding_dimensions=512),  # offline embeddings follow the offline LLM
+            "hippocampus.embedding_dimensions",
+            "must be one of 64, 128, 256 with embedding_provider offline",
+        ),
         (ctx(embedding_dimensions=32), "hippocampus.embedding_dimensions", "greater than or equal to 64"),
         (ctx(embedding_dimensions=3072), "hippocampus.embedding_dimensions", "less than or equal to 1536"),
-        (ctx(embedding_provider="vectors"), "hippocampus.embedding_provider", "'offline' or 'none'"),
+        (ctx(embedding_provider="vectors"), "hippocampus.embedding_provider", "'hashed' or 'none'"),
         (ctx(embedding_model="m"), "hippocampus.embedding_model", "only applies when embedding_provider"),
         (
             ctx(llm_provider="openai", embedding_provider="none", embedding_model="m"),

@@ -124,6 +124,8 @@ def test_layers_per_function(default_synth: Synth) -> None:
         assert not packages & {"boto3", "botocore", "s3transfer"}, name  # the runtime's
         # recall carries the openai SDK only with openai embeddings (test_recall.py); these are offline.
         assert ("openai" in packages) == (name == "condenser"), name
+        # The offline model (this stack's embeddings) goes only where texts are embedded.
+        assert ({"tokenizers", "wordllama"} <= packages) == (name in ("condenser", "recall")), name
         # The read paths never load the X-Ray SDK, so they do not carry it either.
         assert ("aws_xray_sdk" in packages) == (name in ("ingest", "condenser")), name
         # Layers of one function are extracted into the same /opt/python: no package may be in two.

@@ -36,6 +36,9 @@ CONFIG = load_config(
 # recall carries the openai SDK (layer "llm") only when the embeddings are OpenAI's: the same
 # deployment with those, for the case "recall-openai".
 OPENAI_EMBEDDINGS = CONFIG.model_copy(update={"embedding_provider": "openai"})
+# ... and the offline model (layer "embeddings") only when the embeddings are offline: "recall-offline".
+OFFLINE_EMBEDDINGS = CONFIG.model_copy(update={"embedding_provider": "offline"})
+CASES = {"recall-openai": ("recall", OPENAI_EMBEDDINGS), "recall-offline": ("recall", OFFLINE_EMBEDDINGS)}
 RESOURCES = ResourceNames(
     table="dummy-table", bucket="dummy-bucket", queue_url="https://q", dlq_url="https://dlq"
 )
@@ -73,13 +76,19 @@ if function == "get_memory":  # Powertools' resolver, validation and OpenAPI gen
     for event in json.loads(sys.argv[3]):
         response = handler.lambda_handler(event, Context())
         served[event["path"]] = [response["statusCode"], json.loads(response["body"])]
+offline_model = None
+if function in ("recall", "condenser") and settings.embedder == "offline":  # from the embeddings layer alone
+    from hippocampus.adapters.embeddings import offline
+    vector = runtime.query_embedder().embed(["How should I contact him?"])[0]
+    offline_model = {"dimensions": len(vector), "folder": str(offline.model_folder()),
+                     "tokenizers": sys.modules["tokenizers"].__file__}
 openai_client = None
 if importlib.util.find_spec("openai") is not None:  # only in the llm layer: condenser, recall-openai
     import openai  # from the bytecode-only llm layer; imported on the first LLM or embedding call
     openai_client = type(openai.OpenAI(api_key="probe", base_url="https://llm.invalid/v1")).__name__
 print(json.dumps({"heavy": heavy, "heavy_after_services": heavy_after_services, "import_s": elapsed,
                   "tracing": settings.tracing_mode, "xray_sdk": xray_sdk, "openai_client": openai_client,
-                  "served": served}))
+                  "offline_model": offline_model, "served": served}))
 """
 
 
@@ -100,7 +109,9 @@ def lambda_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="imports the x86_64 layers natively")
 @pytest.mark.parametrize("tracing", ["deployed", "xray"])
-@pytest.mark.parametrize("case", ["get_memory", "ingest", "condenser", "recall", "recall-openai"])
+@pytest.mark.parametrize(
+    "case", ["get_memory", "ingest", "condenser", "recall", "recall-openai", "recall-offline"]
+)
 def test_handler_imports_with_only_its_layers(
     assets: dict[str, Path], lambda_runtime: Path, case: str, tracing: str
 ) -> None:
@@ -109,7 +120,7 @@ def test_handler_imports_with_only_its_layers(
     same functions as a traced deployment would (MEMORY_TRACING=xray, in a traced invocation):
     ingest and condenser load the X-Ray SDK from their xray layer on the first span, get_memory
     and recall neither load nor carry it."""
-    function, config = ("recall", OPENAI_EMBEDDINGS) if case == "recall-openai" else (case, CONFIG)
+    function, config = CASES.get(case, (case, CONFIG))
     (spec,) = [spec for spec in FUNCTION_SPECS if spec.name == function]
     code = assets[f"code:{function}"]
     layers = [assets[f"layer:{name}"] / "python" for name in spec.layers_for(config)]
@@ -162,5 +173,15 @@ def test_handler_imports_with_only_its_layers(
     elif tracing == "xray" and function != "recall":
         xray_layer = next(str(layer) for layer in layers if (layer / "aws_xray_sdk").is_dir())
         assert outcome["xray_sdk"].startswith(xray_layer + "/"), outcome
+    # The offline model embeds from the embeddings layer: its two files and the tokenizers library.
+    if case == "recall-offline":
+        embeddings_layer = str(assets["layer:embeddings"] / "python")
+        assert outcome["offline_model"] == {
+            "dimensions": 256,
+            "folder": embeddings_layer + "/wordllama",
+            "tokenizers": embeddings_layer + "/tokenizers/__init__.pyc",
+        }
+    else:
+        assert outcome["offline_model"] is None
     # The SDK comes from the llm layer, which only the condenser and recall-openai carry.
     assert outcome["openai_client"] == ("OpenAI" if case in ("condenser", "recall-openai") else None)

@@ -133,10 +133,11 @@ sys.modules["snapshot_restore_py"] = module
 
 
 @pytest.mark.parametrize(
-    ("function", "services"), [("get_memory", ["dynamodb", "s3"]), ("recall", ["dynamodb"])]
+    ("function", "services", "model"),
+    [("get_memory", ["dynamodb", "s3"], False), ("recall", ["dynamodb"], True)],
 )
 def test_the_handler_primes_its_clients_before_the_snapshot_without_a_request(
-    function: str, services: list[str]
+    function: str, services: list[str], model: bool
 ) -> None:
     script = f"""{_FAKE_RUNTIME_HOOKS}
 import importlib.util, json
@@ -156,7 +157,9 @@ import random
 random.seed(7); snapshot_state = random.getstate()
 for hook in restore_hooks:
     hook()  # each restored environment reseeds: no two share the snapshot's random sequence
-print(json.dumps({{"hooks": len(hooks), "before": before, "primed": created[len(before):],
+offline = sys.modules.get("hippocampus.adapters.embeddings.offline")
+print(json.dumps({{"before": before, "primed": created[len(before):],
+                  "model": bool(offline and offline.load_model.cache_info().currsize),
                   "reseeded": len(restore_hooks) == 1 and random.getstate() != snapshot_state}}))
 """
     environment = {
@@ -172,9 +175,10 @@ print(json.dumps({{"hooks": len(hooks), "before": before, "primed": created[len(
     done = subprocess.run(
         [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
     )
+    # The offline model loaded too where the function embeds queries (recall): nothing is sent.
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "hooks": 1,
         "before": [],
         "primed": services,
+        "model": model,
         "reseeded": True,
     }

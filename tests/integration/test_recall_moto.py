@@ -59,7 +59,7 @@ def test_facts_and_episodes_get_their_vectors_in_the_table(seeded: Any, aws: Any
     )["Items"]
     documents = [item for item in items if item["sk"]["S"].startswith(("FACT#", "EPISODE#"))]
     assert len(documents) == 5
-    assert {item["vector_model"]["S"] for item in documents} == {"offline-hashed-v1@256"}
+    assert {item["vector_model"]["S"] for item in documents} == {"wordllama-l2-supercat@256"}
     assert all(len(item["vector"]["B"]) == 512 for item in documents)  # 256 half-precision floats
 
 
@@ -142,7 +142,7 @@ def test_a_tenant_is_reindexed_after_a_model_change(seeded: Any, aws: Any, monke
         for item in dynamodb.scan(TableName=aws.table_name)["Items"]
         if item["sk"]["S"].startswith(("FACT#", "EPISODE#"))
     }
-    assert models == {"offline-hashed-v1@128"}
+    assert models == {"wordllama-l2-supercat@128"}
     assert not query(service, "Stripe")["retrieval"]["lexical_only"]
 
 
@@ -290,7 +290,7 @@ def test_current_records_get_vectors_and_are_ranked_with_the_facts_and_episodes(
 ) -> None:
     ids = move_to_berlin(service)
     stored = record_items(aws)
-    assert stored[ids["berlin"]]["vector_model"]["S"] == "offline-hashed-v1@256"
+    assert stored[ids["berlin"]]["vector_model"]["S"] == "wordllama-l2-supercat@256"
     assert len(stored[ids["berlin"]]["vector"]["B"]) == 512
     assert "vector" not in stored[ids["paris"]]  # the invalidation rewrote it whole, without one
     body = query(service, "where does Alice live?")

@@ -15,6 +15,7 @@ from botocore.stub import Stubber
 from hippocampus.adapters.embeddings.bedrock_embeddings import BedrockEmbedder
 from hippocampus.adapters.embeddings.common import MAX_INPUT_BYTES, batches, clip, embed_non_blank, unit
 from hippocampus.adapters.embeddings.factory import make_embedder
+from hippocampus.adapters.embeddings.hashed import HashedEmbedder
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.adapters.embeddings.openai_embeddings import OpenAIEmbedder
 from hippocampus.contracts.errors import ConfigurationError
@@ -67,6 +68,20 @@ def test_offline_by_default_without_a_key(settings_from_env) -> None:
         OFFLINE_EMBEDDING_MODEL,
         128,
     )
+
+
+def test_hashed_is_the_feature_hashing_embedder_under_its_old_model_id(settings_from_env) -> None:
+    embedder = make_embedder(
+        settings_from_env(MEMORY_EMBEDDING_PROVIDER="hashed", MEMORY_EMBEDDING_DIMENSIONS="512")
+    )
+    assert isinstance(embedder, HashedEmbedder)
+    # The id vectors were stored under when feature hashing was the offline provider: they stay valid.
+    assert (embedder.provider, embedder.model, embedder.dimensions) == ("hashed", "offline-hashed-v1", 512)
+
+
+def test_an_offline_size_the_model_does_not_make_fails_naming_the_variable(settings_from_env) -> None:
+    with pytest.raises(ConfigurationError, match="MEMORY_EMBEDDING_DIMENSIONS=512"):
+        make_embedder(settings_from_env(MEMORY_EMBEDDING_DIMENSIONS="512"))
 
 
 def test_openai_by_default_with_a_key(settings_from_env) -> None:

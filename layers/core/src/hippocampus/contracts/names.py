@@ -66,11 +66,17 @@ DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
 DEFAULT_BEDROCK_MODEL: Final = "amazon.nova-lite-v1:0"
 
 # Values of MEMORY_EMBEDDING_PROVIDER, and the default model and size of the vectors of each
-# (docs/configuration.md). `none`: lexical ranking only.
-EmbeddingProviderName = Literal["openai", "bedrock", "offline", "none"]
+# (docs/configuration.md). `offline`: a static model shipped in a PyPI wheel; `hashed`: feature
+# hashing, no model; `none`: lexical ranking only.
+EmbeddingProviderName = Literal["openai", "bedrock", "offline", "hashed", "none"]
 DEFAULT_OPENAI_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 DEFAULT_BEDROCK_EMBEDDING_MODEL: Final = "amazon.titan-embed-text-v2:0"
-OFFLINE_EMBEDDING_MODEL: Final = "offline-hashed-v1"
+OFFLINE_EMBEDDING_MODEL: Final = "wordllama-l2-supercat"
+# The sizes of the offline model: its 256 dimensions, or their first 64 or 128 (trained as Matryoshka).
+OFFLINE_EMBEDDING_DIMENSIONS: Final = (64, 128, 256)
+# Still the id the feature-hashing vectors are stored under (it was the offline provider's model), so
+# vectors written before `hashed` had its own name stay valid under it.
+HASHED_EMBEDDING_MODEL: Final = "offline-hashed-v1"
 DEFAULT_EMBEDDING_DIMENSIONS: Final = 256
 # The sizes Amazon Titan Text Embeddings V2 makes.
 TITAN_V2_DIMENSIONS: Final = (256, 512, 1024)
@@ -103,6 +109,7 @@ def default_embedding_model(provider: str) -> str | None:
         "openai": DEFAULT_OPENAI_EMBEDDING_MODEL,
         "bedrock": DEFAULT_BEDROCK_EMBEDDING_MODEL,
         "offline": OFFLINE_EMBEDDING_MODEL,
+        "hashed": HASHED_EMBEDDING_MODEL,
     }.get(provider)
 
 

@@ -15,7 +15,8 @@ def make_embedder(
 ) -> Embedder | None:
     """The configured provider's embedder, or None for `none` (lexical ranking only).
 
-    Fails fast (ConfigurationError) on a missing OpenAI key or a size Titan V2 does not offer.
+    Fails fast (ConfigurationError) on a missing OpenAI key, a size the model does not make, or the
+    offline model's files missing.
     `timeout_s`: one attempt of a call (each call is retried once at most).
     """
     match settings.embedder:
@@ -35,5 +36,9 @@ def make_embedder(
             from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 
             return OfflineEmbedder(settings.embedding_dimensions)
+        case "hashed":
+            from hippocampus.adapters.embeddings.hashed import HashedEmbedder
+
+            return HashedEmbedder(settings.embedding_dimensions)
         case "none":
             return None

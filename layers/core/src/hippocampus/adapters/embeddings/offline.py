@@ -1,74 +1,129 @@
-"""Deterministic, network-free embeddings (MEMORY_EMBEDDING_PROVIDER=offline): feature hashing.
+"""Offline semantic embeddings (MEMORY_EMBEDDING_PROVIDER=offline): WordLlama's static model.
 
-Each text's features are its words' Snowball stems ("payments" and "payment" share one) and the
-character trigrams of each stem, with boundary marks ("<pa", "pay", "ay>"), so word variants that
-stemming does not join ("paying" → "pay", "payment") still land close. Every feature is hashed
-with blake2b — the same in every process, unlike Python's salted hash() — to one of `dimensions`
-slots with a sign, so collisions cancel out on average instead of adding up; the sum is
-L2-normalised. No numpy: a few hundred floats per text.
+WordLlama (MIT) ships its model inside its PyPI wheel: a 32,000 by 256 table of token vectors
+(float16, 16 MB, trained from Llama 2's token embeddings) and Llama 2's tokenizer. A text's
+vector is the mean of its tokens' rows, L2-normalised — what `WordLlama.embed` computes — so
+"How should I contact him?" lands near "Prefers SMS over email." with no word in common. Nothing is
+downloaded: the files are read from where the wheel installed them (the stack's `embeddings` layer
+carries only these two files, docs/configuration.md).
 
-The stems are lexical ranking's (domain/recall/lexical.py): both take their tokens from
-hippocampus.contracts.words.
+No numpy (WordLlama's own inference needs it, ~40 MB and its import on every cold start): the
+table is memory-mapped and a row is unpacked with `struct` when a token first needs it, so a
+function pays for the rows its texts use, not for loading the table. The tokenizer is Hugging
+Face's `tokenizers` (Rust): loading it takes ~50 ms, once per process, on the first text.
 """
 
-import hashlib
+import functools
+import importlib.util
+import json
 import math
-from collections.abc import Iterator, Sequence
-from typing import Final
+import mmap
+import operator
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
-from hippocampus.contracts import words
-from hippocampus.contracts.names import DEFAULT_EMBEDDING_DIMENSIONS, OFFLINE_EMBEDDING_MODEL
+from hippocampus.adapters.embeddings.common import embed_non_blank
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.contracts.names import (
+    DEFAULT_EMBEDDING_DIMENSIONS,
+    OFFLINE_EMBEDDING_DIMENSIONS,
+    OFFLINE_EMBEDDING_MODEL,
+)
 
-# A stem's trigrams together weigh as much as the stem itself: "payment" and "paying" (stems
-# "payment", "pay") then have a cosine of 0.2 where unrelated words have ~0; on LoCoMo 0.25, 0.5
-# and 1 ranked alike (within a point of recall), and 1 brings variants closest.
-TRIGRAM_WEIGHT: Final = 1.0
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+# Where the wheel of wordllama==0.4.0.post1 (layers/embeddings/requirements.txt) puts its model.
+MODEL_PACKAGE: Final = "wordllama"
+WEIGHTS_FILE: Final = "weights/l2_supercat_256.safetensors"
+TOKENIZER_FILE: Final = "tokenizers/l2_supercat_tokenizer_config.json"
+WEIGHTS_TENSOR: Final = "embedding.weight"
+# Token rows decoded and kept per process: a conversation's vocabulary is a few thousand tokens.
+CACHED_ROWS: Final = 20_000
 
 
-def features(text: str) -> Iterator[tuple[str, float]]:
-    """(feature, weight) pairs of a text: each stem, then its trigrams sharing TRIGRAM_WEIGHT."""
-    for stem in words.tokens(text):
-        yield "w:" + stem, 1.0
-        marked = f"<{stem}>"
-        trigrams = [marked[start : start + 3] for start in range(len(marked) - 2)]
-        weight = TRIGRAM_WEIGHT / math.sqrt(len(trigrams))  # the trigrams' joint norm: TRIGRAM_WEIGHT
-        for trigram in trigrams:
-            yield "c:" + trigram, weight
+def model_folder() -> Path:
+    """The folder of the model's files, found without importing the package (whose code needs numpy)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / WEIGHTS_FILE).is_file() and (Path(folder) / TOKENIZER_FILE).is_file():
+            return Path(folder)
+    raise ConfigurationError(
+        "MEMORY_EMBEDDING_PROVIDER=offline needs the model files of wordllama==0.4.0.post1 "
+        "(in AWS the stack's embeddings layer carries them; locally `make venv` installs them): "
+        "install them, or set MEMORY_EMBEDDING_PROVIDER=hashed (no model) or none"
+    )
+
+
+class TokenTable:
+    """The safetensors file's one float16 matrix, memory-mapped; rows decoded on first use."""
+
+    def __init__(self, path: Path) -> None:
+        with path.open("rb") as file:
+            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        (header_size,) = struct.unpack_from("<Q", self._map, 0)
+        tensor = json.loads(self._map[8 : 8 + header_size])[WEIGHTS_TENSOR]
+        if tensor["dtype"] != "F16" or len(tensor["shape"]) != 2:
+            raise ConfigurationError(
+                f"{path}: expected a 2-d F16 tensor, found {tensor['dtype']} {tensor['shape']}"
+            )
+        self.rows, self.width = tensor["shape"]
+        self._start = 8 + header_size + tensor["data_offsets"][0]
+        self._row = struct.Struct(f"<{self.width}e")
+
+    @functools.lru_cache(maxsize=CACHED_ROWS)  # noqa: B019 -- one table per process, kept for its life
+    def row(self, token: int) -> tuple[float, ...]:
+        """Token `token`'s vector (an out-of-range id is clamped, as WordLlama does)."""
+        token = min(max(token, 0), self.rows - 1)
+        return self._row.unpack_from(self._map, self._start + token * self._row.size)
+
+
+@functools.cache
+def load_model(folder: Path) -> tuple["Tokenizer", TokenTable]:
+    """The tokenizer and the token table, once per process (both are read-only)."""
+    from tokenizers import Tokenizer  # the Rust extension: imported by the first text only
+
+    tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer, TokenTable(folder / WEIGHTS_FILE)
 
 
 class OfflineEmbedder:
-    """The `Embedder` of the offline provider: the same vector for the same text, everywhere."""
+    """The `Embedder` of the offline provider: WordLlama's mean-pooled token vectors.
+
+    `dimensions` below 256 keeps each vector's first components, which the model was trained to
+    make a smaller embedding of their own (Matryoshka), then normalises them again.
+    """
 
     provider = "offline"
     model = OFFLINE_EMBEDDING_MODEL
 
-    def __init__(self, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> None:
-        if dimensions < 1:
-            raise ValueError(f"dimensions must be positive, got {dimensions}")
+    def __init__(self, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS, folder: Path | None = None) -> None:
+        if dimensions not in OFFLINE_EMBEDDING_DIMENSIONS:
+            sizes = ", ".join(map(str, OFFLINE_EMBEDDING_DIMENSIONS))
+            raise ConfigurationError(
+                f"MEMORY_EMBEDDING_DIMENSIONS={dimensions}: the offline model makes {sizes} dimensions"
+            )
         self.dimensions = dimensions
-        self._slots: dict[str, tuple[int, float]] = {}
+        self._folder = folder or model_folder()  # a missing model fails the cold start, not a request
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """A unit vector per text, in order (all zeros for a text with no words: it matches nothing)."""
-        return [self._embed_one(text) for text in texts]
+        """A unit vector per text, in order (all zeros for a blank text: it matches nothing)."""
+        return embed_non_blank(texts, self.dimensions, self._embed_many)
 
-    def _embed_one(self, text: str) -> list[float]:
-        vector = [0.0] * self.dimensions
-        for feature, weight in features(text):
-            slot, sign = self._slot(feature)
-            vector[slot] += sign * weight
-        norm = math.sqrt(math.sumprod(vector, vector))
-        return [value / norm for value in vector] if norm else vector
+    def _embed_many(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        tokenizer, table = load_model(self._folder)
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [self._pooled(encoding.ids, table) for encoding in encodings]
 
-    def _slot(self, feature: str) -> tuple[int, float]:
-        """The feature's slot and sign, from 8 bytes of blake2b (cached: vocabularies repeat)."""
-        cached = self._slots.get(feature)
-        if cached is None:
-            if len(self._slots) >= 100_000:
-                self._slots.clear()
-            digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
-            cached = self._slots[feature] = (
-                (digest >> 1) % self.dimensions,
-                1.0 if digest & 1 else -1.0,
-            )
-        return cached
+    def _pooled(self, tokens: Sequence[int], table: TokenTable) -> list[float]:
+        total = [0.0] * self.dimensions
+        for token in tokens:
+            total = list(map(operator.add, total, table.row(token)[: self.dimensions]))
+        norm = math.sqrt(math.sumprod(total, total))
+        return [value / norm for value in total] if norm else total
