@@ -5,7 +5,8 @@ data) from ../shared/datasets/locomo/locomo10.json at run time; nothing of them 
 the repository. Without the file it says so and exits 0.
 
 Per conversation, the documents are its turns, one per turn ("Speaker: text", id = its dialogue
-id; image captions left out), and the questions are its QA items of categories 1-4 with evidence
+id; image captions left out) as the service keeps episodes: dated by their session, a minute apart,
+and the questions are its QA items of categories 1-4 with evidence
 (category 5 is adversarial: its answer is not in the conversation). Evidence ids are read as
 written, with the dataset's few typos mended ("D:11:26", "D30:05", several ids in one string);
 ids that name no turn are dropped. Every question is used (no subsampling).
@@ -16,8 +17,9 @@ Printed for each ranking, top 10 of the conversation's turns:
   README's "retrieval recall@k");
 - each as a ratio to the baseline: plain BM25 (k1=1.2, b=0.75, Lucene idf) over lowercase \\w+
   words, no stopwords dropped, no stemming, written here independently of the service's code.
-The rankings are hippocampus.domain.recall.ranking.rank with the offline embedder's vectors (256
-dimensions): alpha 0 is the service's lexical ranking, 1 its vectors alone.
+The rankings are hippocampus.domain.recall.ranking.rank (neighbours included) with the offline
+model's vectors (256 dimensions) of the dated turns: alpha 0 is the service's lexical ranking, 1 its
+vectors alone; then the hashed provider's vectors at the default alpha.
 Then the time of one rank() over 2,200 synthetic documents (the largest user corpus).
 
 Printed last, for scripts: `recall@10 shipped=<x> lexical=<y> bm25=<z> questions=<n>` (the service's
@@ -40,9 +42,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hippocampus.adapters.embeddings.hashed import HashedEmbedder
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+from hippocampus.contracts.ports import Embedder
 from hippocampus.domain.recall import lexical
-from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, rank, unit
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, dated, rank, unit
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT.parent / "shared/datasets/locomo/locomo10.json"
@@ -51,6 +55,7 @@ ALPHAS = (0.0, 0.3, 0.5, 0.7, 1.0)
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 _EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
 _PLAIN_WORD = re.compile(r"\w+")
+MINUTES = [timedelta(minutes=index) for index in range(1_000)]
 
 Ranker = Callable[[str], list[str]]
 
@@ -63,8 +68,15 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Turn:
+    id: str  # the dialogue id
+    text: str  # "Speaker: text"
+    occurred_at: datetime  # its session's date and time
+
+
+@dataclass(frozen=True)
 class Conversation:
-    turns: list[tuple[str, str]]  # (dialogue id, "Speaker: text")
+    turns: list[Turn]
     questions: list[Question]
 
 
@@ -75,12 +87,13 @@ def load(path: Path) -> list[Conversation]:
 def conversation(sample: dict[str, Any]) -> Conversation:
     sessions = sample["conversation"]
     numbers = sorted(int(key.split("_")[1]) for key in sessions if re.fullmatch(r"session_\d+", key))
+    # A turn a minute from its session's start: the dataset dates sessions, not turns.
     turns = [
-        (turn["dia_id"], f"{turn['speaker']}: {turn['text']}")
+        Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", session_time(sessions, number) + minutes)
         for number in numbers
-        for turn in sessions[f"session_{number}"]
+        for minutes, turn in zip(MINUTES, sessions[f"session_{number}"], strict=False)
     ]
-    known = {dia_id for dia_id, _ in turns}
+    known = {turn.id for turn in turns}
     questions = []
     for item in sample["qa"]:
         evidence = frozenset(evidence_ids(item.get("evidence") or [])) & known
@@ -89,15 +102,21 @@ def conversation(sample: dict[str, Any]) -> Conversation:
     return Conversation(turns, questions)
 
 
+def session_time(sessions: dict[str, Any], number: int) -> datetime:
+    """When session `number` took place ("1:56 pm on 8 May, 2023"), as the turns' occurred_at."""
+    written = str(sessions[f"session_{number}_date_time"])
+    return datetime.strptime(written, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
 def evidence_ids(raw: Sequence[str]) -> list[str]:
     """Dialogue ids as the turns spell them ("D30:05" -> "D30:5", "D:11:26" -> "D11:26")."""
     return [f"D{int(a)}:{int(b)}" for entry in raw for a, b in _EVIDENCE_ID.findall(entry)]
 
 
-def plain_bm25(turns: list[tuple[str, str]]) -> Ranker:
-    """The baseline: textbook BM25 over lowercase words, nothing dropped, nothing stemmed."""
-    ids = [dia_id for dia_id, _ in turns]
-    docs = [_PLAIN_WORD.findall(text.lower()) for _, text in turns]
+def plain_bm25(turns: list[Turn]) -> Ranker:
+    """The baseline: textbook BM25 over lowercase words, nothing dropped, nothing stemmed (and no date)."""
+    ids = [turn.id for turn in turns]
+    docs = [_PLAIN_WORD.findall(turn.text.lower()) for turn in turns]
     average = sum(map(len, docs)) / len(docs)
     frequencies: dict[str, int] = {}
     for doc in docs:
@@ -119,11 +138,13 @@ def plain_bm25(turns: list[tuple[str, str]]) -> Ranker:
     return ranked
 
 
-def hybrid(turns: list[tuple[str, str]], embedder: OfflineEmbedder, alpha: float) -> Ranker:
-    vectors = embedder.embed([text for _, text in turns])
+def hybrid(turns: list[Turn], embedder: Embedder, alpha: float) -> Ranker:
+    """The service's ranking of the turns as episodes: their text dated as the service indexes it."""
+    texts = [dated(turn.text, turn.occurred_at) for turn in turns]
+    vectors = embedder.embed(texts)
     documents = [
-        Document("episode", dia_id, text, {}, NOW, vector)
-        for (dia_id, text), vector in zip(turns, vectors, strict=True)
+        Document("episode", turn.id, text, {}, turn.occurred_at, vector)
+        for turn, text, vector in zip(turns, texts, vectors, strict=True)
     ]
 
     def ranked(query: str) -> list[str]:
@@ -134,9 +155,7 @@ def hybrid(turns: list[tuple[str, str]], embedder: OfflineEmbedder, alpha: float
     return ranked
 
 
-def measure(
-    conversations: list[Conversation], build: Callable[[list[tuple[str, str]]], Ranker]
-) -> dict[str, float]:
+def measure(conversations: list[Conversation], build: Callable[[list[Turn]], Ranker]) -> dict[str, float]:
     """recall@k and hit@k over every question, then recall@k of each category (`recall@10 c2`)."""
     recalls: dict[str, list[float]] = {f"{name}@{k}": [] for name in ("recall", "hit") for k in KS}
     for conv in conversations:
@@ -163,15 +182,15 @@ def print_table(rows: list[tuple[str, dict[str, float], float]], baseline: dict[
 
 def quality(conversations: list[Conversation]) -> None:
     embedder = OfflineEmbedder()
-    systems: list[tuple[str, Callable[[list[tuple[str, str]]], Ranker]]] = [
-        ("baseline: plain BM25", plain_bm25)
-    ]
+    systems: list[tuple[str, Callable[[list[Turn]], Ranker]]] = [("baseline: plain BM25", plain_bm25)]
     for alpha in ALPHAS:
         label = {0.0: "lexical (alpha 0)", 1.0: "offline vectors only (alpha 1)"}.get(
             alpha, f"hybrid alpha {alpha}"
         )
         label += " [default]" if alpha == DEFAULT_ALPHA else ""
         systems.append((label, functools.partial(hybrid, embedder=embedder, alpha=alpha)))
+    hashed = functools.partial(hybrid, embedder=HashedEmbedder(), alpha=DEFAULT_ALPHA)
+    systems.append((f"hashed vectors, alpha {DEFAULT_ALPHA}", hashed))
     rows = []
     for label, build in systems:
         started = time.perf_counter()

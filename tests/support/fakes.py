@@ -445,7 +445,7 @@ class FakeMemoryStore:
         ]
         recent = self.episodes(tenant_id, user_id, generation)[-recent_episodes:]
         return due + [
-            Unindexed("episode", key, episode.text, "")
+            Unindexed("episode", key, episode.text, "", episode.occurred_at)
             for episode in recent
             if not _has_vector(vectors, key := f"episode:{_episode_key(episode.place)}", model)
         ]

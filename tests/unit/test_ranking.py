@@ -9,10 +9,14 @@ from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.domain.recall.lexical import lexical_scores
 from hippocampus.domain.recall.ranking import (
     DEFAULT_ALPHA,
+    NEIGHBOUR_GAP,
+    NEIGHBOUR_PULL,
     RECENCY_HALF_LIFE_DAYS,
     Document,
     cosine,
+    dated,
     matches,
+    pulled_by_neighbours,
     rank,
     recency,
     unit,
@@ -105,7 +109,7 @@ def test_the_right_item_first_with_offline_vectors_for_exact_and_variant_words()
         ("how many orders of wax", "order"),
         ("dark mode", "ui"),
         ("where does she ship", "ship"),
-        ("paying", "pay"),  # stems differ (pay / payment): the vectors' trigrams still match
+        ("paying", "pay"),  # stems differ (pay / payment): the model's vectors relate them
     ]:
         [query_vector] = embedder.embed([query])
         assert ids(run(query, query_vector, documents))[0] == expected, query
@@ -204,3 +208,42 @@ def test_alpha_and_recency_bias_outside_0_1_are_refused():
         run("x", None, DOCS, alpha=1.5)
     with pytest.raises(ValueError, match="recency_bias"):
         run("x", None, DOCS, recency_bias=-0.1)
+
+
+def turn(doc_id, minutes, doc_type="episode"):
+    return Document(doc_type, doc_id, doc_id, {}, NOW + timedelta(minutes=minutes), None)
+
+
+def test_an_episode_is_pulled_toward_its_more_relevant_neighbour_in_the_same_conversation():
+    question, answer, later = turn("question", 0), turn("answer", 1), turn("later", 2)
+    pulled = pulled_by_neighbours([answer, later, question], [0.1, 0.0, 0.9])
+    assert pulled == pytest.approx([0.1 + NEIGHBOUR_PULL * 0.8, NEIGHBOUR_PULL * 0.1, 0.9])
+
+
+def test_no_pull_across_a_gap_from_a_fact_or_a_record_or_downward():
+    documents = [
+        turn("monday", 0),
+        turn("tuesday", NEIGHBOUR_GAP.total_seconds() / 60 + 1),  # another conversation
+        turn("fact", 0.5, "fact"),  # in between in time, but facts have no neighbours
+        turn("record", 0.7, "record"),
+    ]
+    assert pulled_by_neighbours(documents, [0.0, 0.9, 0.8, 0.7]) == [0.0, 0.9, 0.8, 0.7]
+    assert pulled_by_neighbours([turn("a", 0), turn("b", 1)], [0.9, 0.2]) == pytest.approx(
+        [0.9, 0.2 + NEIGHBOUR_PULL * 0.7]
+    )
+
+
+def test_the_reply_to_a_matching_question_is_returned_with_it():
+    documents = [
+        Document("episode", "asked", "Alice: Which hotel near the station?", {}, NOW, None),
+        Document(
+            "episode", "told", "Bob: The Regent, ten minutes on foot.", {}, NOW + timedelta(minutes=1), None
+        ),
+        Document("episode", "other", "Bob: The weather turned cold.", {}, NOW + timedelta(hours=3), None),
+    ]
+    assert ids(run("hotel near the station", None, documents)) == ["asked", "told"]
+
+
+def test_an_episode_is_dated_in_words_for_the_index():
+    assert dated("Alice: hi", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) == "8 May 2023: Alice: hi"
+    assert dated("no date", None) == "no date"

@@ -142,7 +142,7 @@ def test_a_query_answers_the_memory_its_version_and_how_it_ranked(ports):
     assert body["version"] == 1 and body["memory"]
     assert body["retrieval"] == {
         "embedding_provider": "offline",
-        "model": "offline-hashed-v1",
+        "model": "wordllama-l2-supercat",
         "lexical_only": False,
     }
     assert query(ports, "Stripe", include_memory=False)["memory"] is None
@@ -392,3 +392,16 @@ def test_types_names_each_kind_at_most_three_times_and_defaults_to_all(ports):
     assert status == 422 and body["error"]["details"][0]["field"] == "types"
     status, _, body = ports.call("POST", MEMORY + "/query", {"query": "x", "types": ["note"]})
     assert status == 422
+
+
+def test_a_question_naming_a_month_finds_the_turns_of_that_month_by_their_date(ports: Ports) -> None:
+    ingest(
+        ports,
+        {"id": "may", "text": "We repainted the kitchen.", "occurred_at": "2023-05-08T10:00:00Z"},
+        {"id": "june", "text": "We repainted the garage.", "occurred_at": "2023-06-20T10:00:00Z"},
+    )
+    condense(ports)
+    results = query(ports, "What did we repaint in May?", types=["episode"])["results"]
+    assert results[0]["id"] == "may"
+    # The date is searched, never shown: the episode's text is as it was sent.
+    assert results[0]["text"] == "We repainted the kitchen."

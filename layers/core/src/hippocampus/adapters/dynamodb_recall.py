@@ -6,6 +6,7 @@ the first time a function ranks the user, afterwards only what changed (adapters
 docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -130,4 +131,9 @@ def _kind(sk: str) -> str:
 def _unindexed(item: Item) -> Unindexed:
     text = item["text"] if not item.get("title") else f"{item['title']}\n{item['text']}"
     version = item.get("updated_at", item.get("created_at", item.get("recorded_at", "")))
-    return Unindexed(_kind(item[SK]), item[SK], text, str(version))
+    kind = _kind(item[SK])
+    # An episode stored before items had dates happened when it was accepted (episode_of says so too).
+    occurred = item.get("occurred_at") or item.get("created_at") if kind == "episode" else None
+    return Unindexed(
+        kind, item[SK], text, str(version), datetime.fromisoformat(occurred) if occurred else None
+    )

@@ -5,6 +5,7 @@ Adapters implement them (adapters/dynamodb_recall.py); tests hand in the fakes o
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
 from hippocampus.contracts.models import Episode, Fact
@@ -51,6 +52,7 @@ class Unindexed:
     key: str  # its place in the user's partition
     text: str
     version: str  # a fact's updated_at (a replaced fact is not given the old one's vector)
+    occurred_at: datetime | None = None  # an episode's: its text is embedded with its date
 
 
 class RecallStore(Protocol):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from hippocampus.contracts.ports import Embedder
 from hippocampus.contracts.recall import IndexMessage
 from hippocampus.contracts.recall_ports import RECENT_EPISODES, RecallStore, Vector
+from hippocampus.domain.recall.ranking import dated
 from hippocampus.observability import MetricName, logger, record_metric
 
 ALL_EPISODES = 10_000  # more than MEMORY_MAX_EPISODES can keep
@@ -58,7 +59,7 @@ class Indexer:
             if remaining_ms is not None and remaining_ms() < INDEX_TIME_MS:
                 raise IndexingCut(f"{len(due) - start} documents left for the next pass")
             chunk = due[start : start + EMBED_BATCH]
-            vectors = embedder.embed([document.text for document in chunk])
+            vectors = embedder.embed([dated(document.text, document.occurred_at) for document in chunk])
             for document, values in zip(chunk, vectors, strict=True):
                 stored += self._store.set_vector(tenant_id, user_id, document, Vector(model, tuple(values)))
         if stored:

@@ -31,7 +31,7 @@ from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.recall.context_block import build_context
 from hippocampus.domain.recall.indexing import model_key
 from hippocampus.domain.recall.lexical import plain_text
-from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, Ranked, rank
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, Ranked, dated, rank
 from hippocampus.observability import MetricName, logger, record_metric
 
 # The most documents the context block considers: more could never fit 2,000 words.
@@ -181,10 +181,11 @@ def _document(entry: Indexed, model: str | None) -> Document:
     if isinstance(document, MemoryRecord):  # plain text, no title, no metadata: any filter leaves it out
         return Document("record", document.id, document.text, {}, document.valid_from, vector)
     text = f"{document.title}\n{document.text}" if document.title else document.text
+    text = plain_text(text) if document.is_markdown else text
     return Document(
         type=_type(document),
         id=document.id,
-        text=plain_text(text) if document.is_markdown else text,
+        text=dated(text, document.occurred_at) if isinstance(document, Episode) else text,
         metadata=document.metadata,
         updated_at=_time(document),
         vector=vector,
