@@ -139,7 +139,12 @@ def _embedding_line(stack: LocalStack) -> str:
     assert settings is not None
     if settings.embedder == "none":
         return "Embeddings: none (recall ranks by words only)"
-    return f"Embeddings: {settings.embedder}, model {settings.embedding_model}, {settings.embedding_dimensions} dimensions"
+    line = f"Embeddings: {settings.embedder}, model {settings.embedding_model}, {settings.embedding_dimensions} dimensions"
+    about = {
+        "offline": "WordLlama's static model, from its installed wheel: meaning without a network",
+        "hashed": "feature hashing: word variants, not meanings",
+    }
+    return f"{line} ({about[settings.embedder]})" if settings.embedder in about else line
 
 
 def _state_line(stack: LocalStack) -> str:
