@@ -5,8 +5,8 @@ data) from ../shared/datasets/locomo/locomo10.json at run time; nothing of them 
 the repository. Without the file it says so and exits 0.
 
 Per conversation, the documents are its turns, one per turn ("Speaker: text", id = its dialogue
-id; image captions left out) as the service keeps episodes: dated by their session, a minute apart,
-and the questions are its QA items of categories 1-4 with evidence
+id; image captions left out) as the service keeps episodes: dated by their session, in their
+order, and the questions are its QA items of categories 1-4 with evidence
 (category 5 is adversarial: its answer is not in the conversation). Evidence ids are read as
 written, with the dataset's few typos mended ("D:11:26", "D30:05", several ids in one string);
 ids that name no turn are dropped. Every question is used (no subsampling).
@@ -46,7 +46,8 @@ from hippocampus.adapters.embeddings.hashed import HashedEmbedder
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.contracts.ports import Embedder
 from hippocampus.domain.recall import lexical
-from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, dated, rank, unit
+from hippocampus.domain.recall.dates import dated, searched
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, rank, unit
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT.parent / "shared/datasets/locomo/locomo10.json"
@@ -55,7 +56,6 @@ ALPHAS = (0.0, 0.3, 0.5, 0.7, 1.0)
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 _EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
 _PLAIN_WORD = re.compile(r"\w+")
-MINUTES = [timedelta(minutes=index) for index in range(1_000)]
 
 Ranker = Callable[[str], list[str]]
 
@@ -87,11 +87,12 @@ def load(path: Path) -> list[Conversation]:
 def conversation(sample: dict[str, Any]) -> Conversation:
     sessions = sample["conversation"]
     numbers = sorted(int(key.split("_")[1]) for key in sessions if re.fullmatch(r"session_\d+", key))
-    # A turn a minute from its session's start: the dataset dates sessions, not turns.
+    # Every turn of a session at the session's time, as `hippocampus backfill` sends them: the
+    # dataset dates sessions, not turns; their order is their place in the session.
     turns = [
-        Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", session_time(sessions, number) + minutes)
+        Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", session_time(sessions, number))
         for number in numbers
-        for minutes, turn in zip(MINUTES, sessions[f"session_{number}"], strict=False)
+        for turn in sessions[f"session_{number}"]
     ]
     known = {turn.id for turn in turns}
     questions = []
@@ -139,12 +140,21 @@ def plain_bm25(turns: list[Turn]) -> Ranker:
 
 
 def hybrid(turns: list[Turn], embedder: Embedder, alpha: float) -> Ranker:
-    """The service's ranking of the turns as episodes: their text dated as the service indexes it."""
-    texts = [dated(turn.text, turn.occurred_at) for turn in turns]
-    vectors = embedder.embed(texts)
+    """The service's ranking of the turns as episodes, searched and embedded with their dates as
+    the service does (domain/recall/dates.py), in their order in the conversation."""
+    vectors = embedder.embed([dated(turn.text, turn.occurred_at) for turn in turns])
     documents = [
-        Document("episode", turn.id, text, {}, turn.occurred_at, vector)
-        for turn, text, vector in zip(turns, texts, vectors, strict=True)
+        Document(
+            "episode",
+            turn.id,
+            turn.text,
+            {},
+            turn.occurred_at,
+            vector,
+            searched=searched(turn.text, turn.occurred_at),
+            place=(turn.occurred_at, position),
+        )
+        for position, (turn, vector) in enumerate(zip(turns, vectors, strict=True))
     ]
 
     def ranked(query: str) -> list[str]:

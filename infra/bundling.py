@@ -187,6 +187,8 @@ class LambdaAssets:
         layer = REQUIREMENT_LAYERS[name]
         build = functools.partial(assets.build_requirements_layer, layer, self.architecture)
         inputs = build_inputs(self.architecture, layer.excludes)
+        if layer.model is not None:  # the files taken from the wheel are named in the adapter that reads them
+            inputs["MODEL_FILES"] = ",".join(layer.model.files)
         return self._asset(f"layer {name} ({self.architecture})", layer.requirements.parent, inputs, build)
 
     def _function(self, name: str) -> AssetSource:

@@ -68,6 +68,16 @@ class Unused:
     reason: str
 
 
+# Powertools utilities the service never uses (the others: batch, idempotency, parser, typing, ...).
+UNUSED_POWERTOOLS_UTILITIES: Final = (
+    "auth_alpha",
+    "circuit_breaker",
+    "data_masking",
+    "feature_flags",
+    "streaming",
+    "validation",
+)
+
 # Removed from every dependency layer after the install.
 UNUSED_FILES: Final = (
     Unused(
@@ -76,6 +86,19 @@ UNUSED_FILES: Final = (
         "`APIGatewayRestResolver.enable_swagger()` registers, and the service never enables it (it "
         "serves /v1/openapi.json from `get_openapi_json_schema`; tests/infra/test_assets.py checks no "
         "code calls enable_swagger). The swagger_ui Python modules stay, so imports are unchanged.",
+    ),
+    *(
+        Unused(
+            f"aws_lambda_powertools/utilities/{utility}",
+            "a Powertools utility no function uses and no Powertools module the functions load imports "
+            "(tests/infra/test_assets.py checks both); together 550 KB of every function",
+        )
+        for utility in UNUSED_POWERTOOLS_UTILITIES
+    ),
+    Unused(
+        "aws_lambda_powertools/event_handler/middlewares/schema_validation.py",
+        "the JSON-schema middleware (the only importer of utilities/validation): the resolver validates "
+        "with pydantic instead",
     ),
     Unused(".lock", "uv's lock on the target folder while it installs: nothing reads it afterwards"),
     Unused("**/*.pyi", "type stubs: read by type checkers, never imported at run time"),

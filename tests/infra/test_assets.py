@@ -10,11 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aws_cdk as cdk
+import aws_lambda_powertools
 import pytest
 
 from infra.bundling import LambdaAssets
 from tools import REPO_ROOT
-from tools.assets import CORE_PACKAGE_DIR, FUNCTIONS_DIR, KEEP_SOURCES, LAYER_MOUNT, UNUSED_FILES, versions
+from tools.assets import (
+    CORE_PACKAGE_DIR,
+    FUNCTIONS_DIR,
+    KEEP_SOURCES,
+    LAYER_MOUNT,
+    UNUSED_FILES,
+    UNUSED_POWERTOOLS_UTILITIES,
+    versions,
+)
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer"}
 
@@ -152,6 +161,23 @@ def test_unused_files_are_stripped(layers: dict[str, Path]) -> None:
     assert not list(swagger.glob("*.js")) and not list(swagger.glob("*.css"))
     assert (swagger / "__init__.pyc").is_file()  # the modules stay: imports are unchanged
     assert not (layers["xray"] / "python" / "wrapt-stubs").exists()
+
+
+def test_stripped_powertools_utilities_are_imported_by_nothing_that_ships() -> None:
+    """What UNUSED_POWERTOOLS_UTILITIES removes: no module of the project or of Powertools that stays
+    imports it (the JSON-schema middleware, its one importer, goes too)."""
+    powertools = Path(aws_lambda_powertools.__file__).parent
+    stripped = [powertools / "utilities" / name for name in UNUSED_POWERTOOLS_UTILITIES]
+    stripped.append(powertools / "event_handler" / "middlewares" / "schema_validation.py")
+    kept = [
+        path
+        for path in [*powertools.rglob("*.py"), *CORE_PACKAGE_DIR.rglob("*.py"), *FUNCTIONS_DIR.rglob("*.py")]
+        if not any(path == gone or gone in path.parents for gone in stripped)
+    ]
+    for name in UNUSED_POWERTOOLS_UTILITIES:
+        pattern = re.compile(rf"utilities(\.|\s+import\s+){name}\b|from \.{{1,2}}{name} import")
+        users = [path for path in kept if pattern.search(path.read_text(encoding="utf-8"))]
+        assert not users, (name, users)
 
 
 def test_swagger_ui_is_never_enabled() -> None:

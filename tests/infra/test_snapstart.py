@@ -151,15 +151,15 @@ boto3.session.Session.client = recording
 spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions" / function / "handler.py")!r})
 handler = importlib.util.module_from_spec(spec); spec.loader.exec_module(handler)
 before = list(created)
+model_before = "tokenizers" in sys.modules  # the offline model's tokenizer: imported when it loads
 for hook in hooks:
     hook()  # a request would fail: nothing listens at the endpoint
 import random
 random.seed(7); snapshot_state = random.getstate()
 for hook in restore_hooks:
     hook()  # each restored environment reseeds: no two share the snapshot's random sequence
-offline = sys.modules.get("hippocampus.adapters.embeddings.offline")
 print(json.dumps({{"before": before, "primed": created[len(before):],
-                  "model": bool(offline and offline.load_model.cache_info().currsize),
+                  "model": model_before is False and "tokenizers" in sys.modules,
                   "reseeded": len(restore_hooks) == 1 and random.getstate() != snapshot_state}}))
 """
     environment = {

@@ -240,6 +240,11 @@ class FakeJobStore:
         return self.jobs[job_id].status
 
 
+def _titled(document: Fact | Episode) -> str:
+    """A fact's or an episode's text as the table's recall store hands it to the indexer."""
+    return f"{document.title}\n{document.text}" if document.title else document.text
+
+
 def _has_vector(vectors: dict[str, Vector], key: str, model: str) -> bool:
     return key in vectors and vectors[key].model == model
 
@@ -434,7 +439,9 @@ class FakeMemoryStore:
         user = self._user(tenant_id, user_id)
         vectors = self.vectors.get((tenant_id, user_id), {})
         due = [
-            Unindexed("fact", f"fact:{fact.id}", fact.text, fact.updated_at.isoformat())
+            Unindexed(
+                "fact", f"fact:{fact.id}", _titled(fact), fact.updated_at.isoformat(), None, fact.is_markdown
+            )
             for fact, gen in sorted(user.facts.values(), key=lambda entry: entry[0].id)
             if gen == generation and not _has_vector(vectors, f"fact:{fact.id}", model)
         ]
@@ -445,7 +452,7 @@ class FakeMemoryStore:
         ]
         recent = self.episodes(tenant_id, user_id, generation)[-recent_episodes:]
         return due + [
-            Unindexed("episode", key, episode.text, "", episode.occurred_at)
+            Unindexed("episode", key, _titled(episode), "", episode.occurred_at, episode.is_markdown)
             for episode in recent
             if not _has_vector(vectors, key := f"episode:{_episode_key(episode.place)}", model)
         ]

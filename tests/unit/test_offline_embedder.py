@@ -3,6 +3,7 @@
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -74,7 +75,18 @@ def test_an_empty_text_is_a_zero_vector_and_others_are_not():
     assert math.hypot(*word) == pytest.approx(1.0)
 
 
-def test_the_model_loads_and_embeds_with_the_network_cut_and_gives_the_same_vector_everywhere():
+def no_network_command() -> list[str]:
+    """A command prefix that runs a process with no network at all (a network namespace of its own,
+    loopback down: no socket of Python or of the Rust tokenizer reaches anything), where the machine
+    allows one; else nothing, and the child's Python sockets are refused instead."""
+    unshare = shutil.which("unshare")
+    for prefix in ([unshare, "--net"], [unshare, "--map-root-user", "--net"]) if unshare else []:
+        if subprocess.run([*prefix, "true"], capture_output=True, check=False).returncode == 0:
+            return prefix
+    return []
+
+
+def test_the_model_loads_and_embeds_with_no_network_and_gives_the_same_vector_everywhere():
     script = textwrap.dedent(
         """
         import socket
@@ -89,7 +101,8 @@ def test_the_model_loads_and_embeds_with_the_network_cut_and_gives_the_same_vect
         """
     )
     environment = {**os.environ, "PYTHONHASHSEED": "7"}  # noqa: TID251 - the child's environment
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment)
+    command = [*no_network_command(), sys.executable, "-c", script]
+    run = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == str(OfflineEmbedder().embed(["Stripe payments for Alice"])[0][:8])
 
@@ -125,3 +138,11 @@ def test_a_corrupt_token_table_is_a_configuration_error(tmp_path):
     bad.write_bytes(len(header).to_bytes(8, "little") + header + bytes(16))
     with pytest.raises(ConfigurationError, match="F16"):
         offline.TokenTable(Path(bad))
+
+
+def test_a_truncated_token_table_fails_when_loaded_not_mid_query(tmp_path):
+    real = offline.model_folder() / offline.WEIGHTS_FILE
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(real.read_bytes()[:1_000_000])
+    with pytest.raises(ConfigurationError, match="too short"):
+        offline.TokenTable(cut)

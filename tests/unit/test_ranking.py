@@ -14,7 +14,6 @@ from hippocampus.domain.recall.ranking import (
     RECENCY_HALF_LIFE_DAYS,
     Document,
     cosine,
-    dated,
     matches,
     pulled_by_neighbours,
     rank,
@@ -244,6 +243,11 @@ def test_the_reply_to_a_matching_question_is_returned_with_it():
     assert ids(run("hotel near the station", None, documents)) == ["asked", "told"]
 
 
-def test_an_episode_is_dated_in_words_for_the_index():
-    assert dated("Alice: hi", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) == "8 May 2023: Alice: hi"
-    assert dated("no date", None) == "no date"
+def test_turns_sent_at_one_time_are_neighbours_in_the_order_they_were_sent():
+    # A backfill dates every turn of a session alike: the order is their place, not their ids.
+    def sent(doc_id, position):
+        return Document("episode", doc_id, doc_id, {}, NOW, None, place=(NOW, NOW, position, "job"))
+
+    question, reply, other = sent("z-question", 0), sent("a-reply", 1), sent("m-other", 2)
+    pulled = pulled_by_neighbours([other, reply, question], [0.0, 0.0, 0.9])
+    assert pulled == pytest.approx([0.0, NEIGHBOUR_PULL * 0.9, 0.9])

@@ -135,5 +135,10 @@ def _unindexed(item: Item) -> Unindexed:
     # An episode stored before items had dates happened when it was accepted (episode_of says so too).
     occurred = item.get("occurred_at") or item.get("created_at") if kind == "episode" else None
     return Unindexed(
-        kind, item[SK], text, str(version), datetime.fromisoformat(occurred) if occurred else None
+        kind,
+        item[SK],
+        text,
+        str(version),
+        datetime.fromisoformat(occurred) if occurred else None,
+        bool(item.get("is_markdown", False)),
     )

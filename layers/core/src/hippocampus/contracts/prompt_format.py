@@ -5,6 +5,7 @@ blocks back: the fence markers, the speaker labels, the item separator, the plac
 a prompt template, the "nothing to keep" answer, and what counts as a word.
 """
 
+from datetime import datetime
 from typing import Final
 
 # Fences around data in the rendered prompt.
@@ -51,6 +52,12 @@ MONTHS: Final = (
     "November",
     "December",
 )
+
+
+def day_in_words(moment: datetime) -> str:
+    """`8 May 2023`: a day as the prompt, the context block and recall write it, whatever the locale."""
+    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+
 
 PLACEHOLDERS: Final = frozenset(
     {"OLD_MEMORY", "NEW_CONTENT", "MAX_WORDS", "USER_NAME", "CUSTOM_INSTRUCTIONS", "TODAY", "RECORDS"}

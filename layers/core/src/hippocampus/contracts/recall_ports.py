@@ -50,9 +50,10 @@ class Unindexed:
 
     kind: str  # "fact", "episode" or "record"
     key: str  # its place in the user's partition
-    text: str
+    text: str  # with its title first, if it has one
     version: str  # a fact's updated_at (a replaced fact is not given the old one's vector)
     occurred_at: datetime | None = None  # an episode's: its text is embedded with its date
+    is_markdown: bool = False  # embedded as a reader sees it, as it is ranked
 
 
 class RecallStore(Protocol):

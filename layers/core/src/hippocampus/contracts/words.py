@@ -1,8 +1,9 @@
-"""What recall counts as a word: the tokens of lexical ranking and of the offline embeddings.
+"""What recall counts as a word: the tokens of lexical ranking and of the hashed embeddings.
 
-Shared by hippocampus.domain.recall.lexical (BM25) and hippocampus.adapters.embeddings.offline (hashed
-vectors), which must see the same tokens and may not import each other (adapters do not import
-the domain: tests/unit/test_architecture.py).
+Shared by hippocampus.domain.recall.lexical (BM25) and hippocampus.adapters.embeddings.hashed
+(feature hashing), which must see the same tokens and may not import each other (adapters do not
+import the domain: tests/unit/test_architecture.py); the condenser picks the records a prompt lists
+by them too.
 
 Tokens: the text lowercased, split into unicode words (an apostrophe inside a word kept, U+2019 read
 as '), a short English stopword list dropped, each word reduced to its Snowball English stem, so

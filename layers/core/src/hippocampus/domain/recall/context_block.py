@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from hippocampus.contracts.prompt_format import MONTHS, count_words
+from hippocampus.contracts.prompt_format import count_words, day_in_words
 from hippocampus.domain.budget import fit_budget
 from hippocampus.domain.recall.ranking import Ranked
 
@@ -82,7 +82,7 @@ def one_line(text: str) -> str:
 def dated(text: str, since: datetime) -> str:
     """A record's text and the date it became true: `Lives in Lyon. (since 8 May 2023)`, in English
     whatever the locale."""
-    return f"{text} (since {since.day} {MONTHS[since.month - 1]} {since.year})"
+    return f"{text} (since {day_in_words(since)})"
 
 
 def normalised(text: str) -> str:

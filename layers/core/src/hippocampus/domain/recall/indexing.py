@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 
 from hippocampus.contracts.ports import Embedder
 from hippocampus.contracts.recall import IndexMessage
-from hippocampus.contracts.recall_ports import RECENT_EPISODES, RecallStore, Vector
-from hippocampus.domain.recall.ranking import dated
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, RecallStore, Unindexed, Vector
+from hippocampus.domain.recall.dates import dated
+from hippocampus.domain.recall.lexical import plain_text
 from hippocampus.observability import MetricName, logger, record_metric
 
 ALL_EPISODES = 10_000  # more than MEMORY_MAX_EPISODES can keep
@@ -21,6 +22,13 @@ EMBED_BATCH = 64
 
 # What one more embedding call needs: its attempt and retry, and the vector writes.
 INDEX_TIME_MS = 25_000
+
+
+def embedded_text(document: Unindexed) -> str:
+    """What a document's vector is made of: the text recall ranks (markdown as a reader sees it),
+    an episode's with its date in words first (domain/recall/dates.py)."""
+    text = plain_text(document.text) if document.is_markdown else document.text
+    return dated(text, document.occurred_at)
 
 
 class IndexingCut(Exception):
@@ -59,7 +67,7 @@ class Indexer:
             if remaining_ms is not None and remaining_ms() < INDEX_TIME_MS:
                 raise IndexingCut(f"{len(due) - start} documents left for the next pass")
             chunk = due[start : start + EMBED_BATCH]
-            vectors = embedder.embed([dated(document.text, document.occurred_at) for document in chunk])
+            vectors = embedder.embed([embedded_text(document) for document in chunk])
             for document, values in zip(chunk, vectors, strict=True):
                 stored += self._store.set_vector(tenant_id, user_id, document, Vector(model, tuple(values)))
         if stored:

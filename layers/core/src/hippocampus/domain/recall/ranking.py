@@ -12,25 +12,29 @@ Semantics (docs/api.md "Recall"):
 - relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
   lexical only. A document without a vector (None, or a vector of another size; the caller passes
   None for a vector of another model), or every document when the query has no vector, uses its
-  lexical score in place of the semantic part: it is ranked lexically, at any alpha. An episode's
-  text is ranked and embedded with its date first (`dated`).
+  lexical score in place of the semantic part: it is ranked lexically, at any alpha. An episode
+  is scored with its date terms and embedded with its date in words (domain/recall/dates.py).
 - Neighbours: an episode's relevance is pulled NEIGHBOUR_PULL of the way up to its more relevant
   neighbour's, when that one is more relevant (relevance += 0.6 * (neighbour - relevance)). Its
-  neighbours are the episodes just before and after it in time, at most NEIGHBOUR_GAP apart: the
+  neighbours are the episodes just before and after it in their order (`place`: when each
+  happened, then when accepted, then its place in its request), at most NEIGHBOUR_GAP apart: the
   same conversation. A question's answer is often the turn after the one its words match ("what
   did she recommend?" matches the question turn, the recommendation is the reply). Facts and
   records have no neighbours.
 - recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS) from `updated_at` (a fact's last change, an
   episode's occurred_at, a record's valid_from; 1 now, 0.5 after 30 days, a future time counts
   as now); score = (1 - recency_bias) * relevance + recency_bias * recency, in [0, 1].
-- With recency_bias = 0, a document of zero relevance is left out: nothing irrelevant is returned.
+- With recency_bias = 0, a document of zero relevance (after the pull) is left out: nothing that
+  shares neither a word, nor a meaning, nor a conversation with the query is returned.
   With recency_bias > 0 every filtered document can be returned (recency_bias = 1: newest first).
 - Order: score descending, then updated_at descending, then id (and type); the first top_k.
 
 DEFAULT_ALPHA = 0.5 and NEIGHBOUR_PULL = 0.6, from LoCoMo (bench/bench_recall_quality.py, all ten
-conversations, 1,536 questions, recall@10 of the evidence turns, the offline model's vectors, dated
-turns): no pull 0.646, pull 0.3 0.687, 0.5 0.708, 0.6 0.712, 0.7 0.713, 0.8 0.710; at pull 0.6,
-alpha 0 (lexical alone) 0.702, 0.4 0.711, 0.5 0.712, 0.6 0.708. Both were chosen on this
+conversations, 1,536 questions, recall@10 of the evidence turns, the offline model's vectors; the
+sweep with the turns' dates in words in their text, before the date terms): no pull 0.646, pull
+0.3 0.687, 0.5 0.708, 0.6 0.712, 0.7 0.713, 0.8 0.710; at pull 0.6, alpha 0 (lexical alone)
+0.702, 0.4 0.711, 0.5 0.712, 0.6 0.708. With the date terms: alpha 0 0.701, 0.3 0.710, 0.5 0.715,
+0.7 0.696. Both were chosen on this
 benchmark, so its figure flatters them a little; the neighbours' gain is broad (every pull from 0.3
 to 0.8 adds 4-7 points) and an additive bonus or two neighbours each side measured alike. Tried and
 dropped, each against 0.712 or its equivalent without the pull: pseudo-relevance feedback (the
@@ -55,6 +59,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from hippocampus.contracts.recall import DocumentType
+from hippocampus.domain.recall.dates import with_query_dates
 from hippocampus.domain.recall.lexical import lexical_scores
 
 DEFAULT_ALPHA: Final = 0.5
@@ -75,6 +80,11 @@ class Document:
     # What recency counts from: a fact's updated_at, an episode's occurred_at, a record's valid_from.
     updated_at: datetime
     vector: Sequence[float] | None  # None, or of another model: lexical only for this document
+    # What BM25 scores, when more than `text`: an episode's text and its date terms (dates.searched).
+    searched: str | None = None
+    # An episode's place among the user's episodes (EpisodePlace: when it happened, when it was
+    # accepted, its place in its request): its neighbours are the episodes beside it in this order.
+    place: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,20 +112,6 @@ def _same(value: Any, wanted: Any) -> bool:
     if isinstance(value, bool) or isinstance(wanted, bool):
         return value is wanted
     return bool(value == wanted)
-
-
-_MONTHS: Final = (
-    *("January", "February", "March", "April", "May", "June"),
-    *("July", "August", "September", "October", "November", "December"),
-)
-
-
-def dated(text: str, occurred_at: datetime | None) -> str:
-    """An episode's text as it is ranked and embedded: the day it happened first, in words ("8 May
-    2023: ..."), so "what did she do in May?" finds it by its words and its vector alike."""
-    if occurred_at is None:
-        return text
-    return f"{occurred_at.day} {_MONTHS[occurred_at.month - 1]} {occurred_at.year}: {text}"
 
 
 def unit(vector: Sequence[float]) -> list[float]:
@@ -162,7 +158,8 @@ def rank(
     _check_unit("alpha", alpha)
     _check_unit("recency_bias", recency_bias)
     candidates = [doc for doc in documents if matches(doc.metadata, filters)] if filters else documents
-    lexical = lexical_scores(query, [doc.text for doc in candidates])
+    texts = [doc.text if doc.searched is None else doc.searched for doc in candidates]
+    lexical = lexical_scores(with_query_dates(query), texts)
     unit_query = unit(query_vector) if query_vector is not None else None
     relevances = [
         relevance(lexical_score, doc, unit_query, alpha)
@@ -184,7 +181,7 @@ def pulled_by_neighbours(documents: Sequence[Document], relevances: Sequence[flo
     pulled = list(relevances)
     episodes = sorted(
         (index for index, doc in enumerate(documents) if doc.type == "episode"),
-        key=lambda index: (documents[index].updated_at, documents[index].id),
+        key=lambda index: documents[index].place or (documents[index].updated_at, documents[index].id),
     )
     for before, after in itertools.pairwise(episodes):
         if documents[after].updated_at - documents[before].updated_at > NEIGHBOUR_GAP:

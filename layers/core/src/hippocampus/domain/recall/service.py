@@ -29,9 +29,10 @@ from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.contracts.records import MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.recall.context_block import build_context
+from hippocampus.domain.recall.dates import searched
 from hippocampus.domain.recall.indexing import model_key
 from hippocampus.domain.recall.lexical import plain_text
-from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, Ranked, dated, rank
+from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, Ranked, rank
 from hippocampus.observability import MetricName, logger, record_metric
 
 # The most documents the context block considers: more could never fit 2,000 words.
@@ -182,13 +183,17 @@ def _document(entry: Indexed, model: str | None) -> Document:
         return Document("record", document.id, document.text, {}, document.valid_from, vector)
     text = f"{document.title}\n{document.text}" if document.title else document.text
     text = plain_text(text) if document.is_markdown else text
+    if isinstance(document, Fact):
+        return Document("fact", document.id, text, document.metadata, document.updated_at, vector)
     return Document(
-        type=_type(document),
+        type="episode",
         id=document.id,
-        text=dated(text, document.occurred_at) if isinstance(document, Episode) else text,
+        text=text,
         metadata=document.metadata,
-        updated_at=_time(document),
+        updated_at=document.occurred_at,
         vector=vector,
+        searched=searched(text, document.occurred_at),
+        place=document.place,
     )
 
 
