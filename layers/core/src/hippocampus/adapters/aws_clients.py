@@ -9,6 +9,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from hippocampus.adapters.dynamodb_wire import parse_query_items_once
+
 _CONFIG = Config(
     connect_timeout=2,
     read_timeout=5,
@@ -29,7 +31,10 @@ def client(service: str) -> Any:
         if service not in _clients:
             if not _session:
                 _session.append(boto3.session.Session())
-            _clients[service] = _session[0].client(service, config=_CONFIG)
+            created = _session[0].client(service, config=_CONFIG)
+            if service == "dynamodb":
+                parse_query_items_once(created)  # a large Query's items, parsed by json, not walked
+            _clients[service] = created
         return _clients[service]
 
 
