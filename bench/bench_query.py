@@ -14,7 +14,9 @@ document gets its vector from the offline embedder (the default without a key). 
   query, so it reads the whole partition (2,200 items), as after a cold start or when the
   user's query lands on a function that has not ranked them (adapters/episode_cache.py).
 
-Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance").
+Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance"),
+then the client CPU of reading the whole partition through botocore's parser and with the items
+taken from the JSON (adapters/dynamodb_wire.py), the second as a ratio to the first.
 Figures only, no assertions: `make bench` runs it.
 """
 
@@ -154,11 +156,35 @@ def measure() -> dict[str, list[float]]:
     return timings
 
 
+def partition_read_cpu(rounds: int = 7) -> dict[str, float]:
+    """Client CPU (p50, ms) of reading the user's whole partition, the first query's read: through
+    botocore's parser, and with the pages' items taken from the JSON (adapters/dynamodb_wire.py)."""
+    import boto3
+
+    from hippocampus.adapters import aws_clients
+    from hippocampus.adapters.dynamodb_table import Table, user_pk
+
+    cpu: dict[str, float] = {}
+    for label, client in (
+        ("botocore's parser", boto3.client("dynamodb")),
+        ("items from the JSON", aws_clients.client("dynamodb")),
+    ):
+        table = Table(os.environ["MEMORY_TABLE_NAME"], lambda client=client: client)  # noqa: TID251
+        times = []
+        for _ in range(rounds + 1):
+            started = time.process_time()
+            read = len(list(table.query_partition(user_pk(TENANT, USER))))
+            times.append((time.process_time() - started) * 1000)
+        cpu[f"{label} ({read} items)"] = statistics.median(times[1:])
+    return cpu
+
+
 def main() -> None:
     with moto_process() as endpoint:
         # This process is the functions' execution environment: Lambda's variables, metrics on.
         os.environ.update(function_environment(endpoint, ROOT), POWERTOOLS_METRICS_DISABLED="false")  # noqa: TID251
         timings = measure()
+        read_cpu = partition_read_cpu()
     base = timings[BASELINE]
     base_p50, base_p95 = statistics.median(base), percentile(base, 0.95)
     print(f"query latency, {ROUNDS} rounds interleaved, one user with {FACTS} facts and {EPISODES} episodes")
@@ -167,6 +193,10 @@ def main() -> None:
     for label, values in timings.items():
         p50, p95 = statistics.median(values), percentile(values, 0.95)
         print(f"{label:40s} {p50:7.1f}ms {p95:7.1f}ms   {p50 / base_p50:5.2f}x / {p95 / base_p95:5.2f}x")
+    baseline_cpu = next(iter(read_cpu.values()))
+    print("reading the whole partition (a first query's read), client CPU p50:")
+    for label, value in read_cpu.items():
+        print(f"  {label:38s} {value:7.1f}ms   {value / baseline_cpu:5.2f}x")
 
 
 if __name__ == "__main__":
