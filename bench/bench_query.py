@@ -11,9 +11,8 @@ document gets its vector from the offline embedder (the default without a key). 
 - query after a new turn: a conversation's pattern, an episode condensed and indexed (not timed)
   before each query;
 - first query in a function: the function's copy of the user's episodes dropped before each
-  query, as after a cold start or when the user's query lands on a function that has not ranked
-  them (adapters/episode_cache.py): it reads the memory with its facts, the user's episode packs
-  (20 items of 100 episodes, adapters/episode_packs.py) and the turns after the last pack.
+  query, so it reads the whole partition (2,200 items), as after a cold start or when the
+  user's query lands on a function that has not ranked them (adapters/episode_cache.py).
 
 Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance"),
 then the client CPU of reading the whole partition through botocore's parser and with the items
@@ -43,7 +42,6 @@ QUESTIONS = ("which payment provider do we use?", "where do the candles ship?", 
 def seed(call: Callable[..., Any]) -> None:
     """The memory and 200 facts through the API; 2,000 episodes as the condenser writes them."""
     from hippocampus import wiring
-    from hippocampus.adapters.episode_packs import PACK_EPISODES, PACKS_PER_PASS
     from hippocampus.contracts.models import Episode
     from hippocampus.domain.recall.indexing import ALL_EPISODES
     from tests.support.lambda_harness import api_event
@@ -77,9 +75,6 @@ def seed(call: Callable[..., Any]) -> None:
     ]
     write_episodes(episodes)
     wiring.indexer().index_user(TENANT, USER, ALL_EPISODES)
-    # Packed as a long-time user's turns are, over the condenser's passes (adapters/episode_packs.py).
-    for _ in range(EPISODES // (PACK_EPISODES * PACKS_PER_PASS)):
-        wiring.indexer().index_user(TENANT, USER)
 
 
 def new_turn(n: int) -> None:

@@ -457,9 +457,6 @@ class FakeMemoryStore:
             if not _has_vector(vectors, key := f"episode:{_episode_key(episode.place)}", model)
         ]
 
-    def pack(self, tenant_id: str, user_id: str, model: str, generation: int | None = None) -> int:
-        return 0  # in memory, every episode is one read away already: nothing to pack
-
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
         if document.kind == "record":  # as the table's condition: still there, still current
             held = self.record_items.get((tenant_id, user_id), {}).get(document.key.removeprefix("record:"))

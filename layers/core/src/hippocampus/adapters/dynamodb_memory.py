@@ -41,7 +41,6 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
-from hippocampus.adapters.episode_packs import PACK_PREFIX, EpisodePacks, revision_update
 from hippocampus.contracts.fact_ports import FactCommit, FactCounts, FactLedger, FactRemoval, StoredFact
 from hippocampus.contracts.models import Fact
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
@@ -127,10 +126,6 @@ class DynamoMemoryStore:
             job_put(self._table, forget.job, forget.generation, self._job_retention_s),
             job_ref_put(self._table, forget.job, forget.generation, self._job_retention_s),
         ]
-        # The packs hold the episode too (adapters/episode_packs.py): all go, in this transaction, on
-        # condition that none was written since they were listed; the revision moves on, so a pack
-        # writer that read the episode before cannot write it after.
-        packs = EpisodePacks(self._table).listing(pk)
         last = [
             self._memory_update(write, -len(forget.episodes)),
             *job,
@@ -138,8 +133,6 @@ class DynamoMemoryStore:
                 {"Delete": {"TableName": self._table.name, "Key": key(pk, episode_sk(e.place))}}
                 for e in forget.episodes
             ),
-            *({"Delete": {"TableName": self._table.name, "Key": pack_key}} for pack_key in packs.keys(pk)),
-            revision_update(self._table, pk, packs, forget.generation),
         ]
         changes = [
             *(
@@ -254,7 +247,7 @@ class DynamoMemoryStore:
         older = [
             key(item[PK], item[SK])
             for item in decoded_all(self._table.query_partition(pk, projection="pk, sk, #g"))
-            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX, PACK_PREFIX))
+            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX))
             and generation_of(item) < generation
         ]
         self._table.batch_delete(older)

@@ -6,7 +6,6 @@ the first time a function ranks the user, afterwards only what changed (adapters
 docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +16,6 @@ from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, gene
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
 from hippocampus.adapters.dynamodb_records import record_of
 from hippocampus.adapters.dynamodb_table import (
-    EPISODE_COUNT,
     EPISODE_PREFIX,
     FACT_PREFIX,
     MEMORY_SK,
@@ -29,18 +27,11 @@ from hippocampus.adapters.dynamodb_table import (
     values,
 )
 from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
-from hippocampus.adapters.episode_packs import PACK_EPISODES, EpisodePacks
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.ports import MemoryState
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
-
-
-def _cached(items: Iterable[Item]) -> list[tuple[str, CachedEpisode]]:
-    return [
-        (item[SK], CachedEpisode(Indexed(episode_of(item), _vector(item)), item.get(TTL))) for item in items
-    ]
 
 
 def _vector(item: Item) -> Vector | None:
@@ -54,9 +45,6 @@ class DynamoRecallStore:
         self._table = table
         self._memory = memory
         self._cache = cache
-        self._packs = EpisodePacks(table)
-        # (generation, episode count) of the users `unindexed` read last, for `pack` right after it.
-        self._seen: dict[tuple[str, str], tuple[int, int]] = {}
 
     def _partition_head(self, pk: str) -> tuple[MemoryState, list[Item], list[Item]]:
         """The memory's state, its current facts and its current records (not invalidated), as
@@ -77,16 +65,14 @@ class DynamoRecallStore:
         def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
             # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
             items = decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start))
-            return _cached(item for item in items if generation_of(item) == state.generation)
-
-        def packed() -> list[tuple[str, CachedEpisode]] | None:
-            if state.episode_count < PACK_EPISODES:
-                return None  # no pack yet: not worth a request
-            items = self._packs.episodes(pk, state.generation, model)
-            return None if items is None else _cached(items)
+            return [
+                (item[SK], CachedEpisode(Indexed(episode_of(item), _vector(item)), item.get(TTL)))
+                for item in items
+                if generation_of(item) == state.generation
+            ]
 
         episodes = self._cache.episodes(
-            (tenant_id, user_id), state.generation, state.episode_count, model, read, packed
+            (tenant_id, user_id), state.generation, state.episode_count, model, read
         )
         return Corpus(
             state=state,
@@ -102,22 +88,14 @@ class DynamoRecallStore:
         # The facts and the records in one Query, which holds the memory item too: the generation
         # when the caller does not know it, at no extra request.
         items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
-        memory = next((item for item in items if item[SK] == MEMORY_SK), None)
         if generation is None:
+            memory = next((item for item in items if item[SK] == MEMORY_SK), None)
             generation = generation_of(memory) if memory else 0
-        self._seen[(tenant_id, user_id)] = (generation, int(memory.get(EPISODE_COUNT, 0)) if memory else 0)
         facts = with_prefix(items, FACT_PREFIX)
         records = [item for item in with_prefix(items, RECORD_PREFIX) if item.get("invalidated_at") is None]
         recent = decoded_all(self._table.newest(pk, EPISODE_PREFIX, recent_episodes))
         documents = current([*facts, *records, *recent], generation, self._table.epoch())
         return [_unindexed(item) for item in documents if item.get(VECTOR_MODEL_ATTRIBUTE) != model]
-
-    def pack(self, tenant_id: str, user_id: str, model: str, generation: int | None = None) -> int:
-        # The memory's generation and episode count as the indexer's read of the user just found them.
-        seen = self._seen.pop((tenant_id, user_id), None)
-        if seen is None or generation not in (None, seen[0]):
-            return 0
-        return self._packs.pack_new(tenant_id, user_id, seen[0], model, seen[1])
 
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
         # Only on the item as it was read: a fact replaced since keeps no vector of the old text, and

@@ -214,19 +214,12 @@ class Table:
     def newest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:
         """The `limit` items of the partition with the highest sort keys under `sk_prefix`, newest
         first (paged: large items may take more than one 1 MB page)."""
-        return self._ends(pk, sk_prefix, limit, newest_first=True)
-
-    def oldest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:
-        """The `limit` items with the lowest sort keys under `sk_prefix`, oldest first."""
-        return self._ends(pk, sk_prefix, limit, newest_first=False)
-
-    def _ends(self, pk: str, sk_prefix: str, limit: int, newest_first: bool) -> list[dict[str, Any]]:
         request = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": sk_prefix}},
             "ConsistentRead": True,
-            "ScanIndexForward": not newest_first,
+            "ScanIndexForward": False,
         }
         return list(self._query(request, limit))
 

@@ -84,7 +84,6 @@ class UserEpisodes:
 
 
 EpisodeReader = Callable[[str | None], list[tuple[str, CachedEpisode]]]
-PackReader = Callable[[], list[tuple[str, CachedEpisode]] | None]
 
 
 class EpisodeCache:
@@ -108,32 +107,17 @@ class EpisodeCache:
         episode_count: int,
         model: str | None,
         read: EpisodeReader,
-        packed: PackReader | None = None,
     ) -> UserEpisodes:
-        """The user's episodes; `read(start)` reads those from the sort key `start` on (None: all).
-        Without a copy (or with one that no longer adds up), `packed()` gives the episodes packed
-        many to an item (adapters/episode_packs.py), checked as a copy is; failing that, all are read."""
+        """The user's episodes; `read(start)` reads those from the sort key `start` on (None: all)."""
         kept = self._users.pop(user, None)
         if kept is not None and not self._refresh(kept, generation, episode_count, model, read):
             kept = None
-        if kept is None and packed is not None:
-            kept = self._from_packs(packed, generation, episode_count, model, read)
         if kept is None:
             kept = UserEpisodes(generation, episode_count, self._clock())
             kept.merge(read(None))
         self._users[user] = kept
         self._bound()
         return kept
-
-    def _from_packs(
-        self, packed: PackReader, generation: int, episode_count: int, model: str | None, read: EpisodeReader
-    ) -> UserEpisodes | None:
-        found = packed()
-        if not found:
-            return None
-        seeded = UserEpisodes(generation, 0, self._clock())
-        seeded.episode_count = seeded.merge(found)
-        return seeded if self._refresh(seeded, generation, episode_count, model, read) else None
 
     def forget(self, user: tuple[str, str]) -> None:
         self._users.pop(user, None)

@@ -71,12 +71,6 @@ class RecallStore(Protocol):
         the user's `generation` (None: the current one, read) lacking a vector of `model`."""
         ...
 
-    def pack(self, tenant_id: str, user_id: str, model: str, generation: int | None = None) -> int:
-        """Fold the episodes indexed with `model` into the store's compact form, so that a first
-        query reads a few items (the table's: adapters/episode_packs.py); how many were packed.
-        `generation`: the user's (None: the store reads it)."""
-        ...
-
     def set_vector(self, tenant_id: str, user_id: str, document: Unindexed, vector: Vector) -> bool:
         """Store it unless the document has gone or changed since it was read (then False): a fact
         replaced, a record invalidated (an invalidated record keeps no vector: it is not ranked)."""

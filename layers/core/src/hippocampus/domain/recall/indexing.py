@@ -53,8 +53,7 @@ class Indexer:
         remaining_ms: Callable[[], int] | None = None,
         generation: int | None = None,
     ) -> int:
-        """Give the user's unindexed documents a vector, then pack what is indexed; return how many
-        got a vector. Raises when the
+        """Give the user's unindexed documents a vector; return how many got one. Raises when the
         embedding provider fails, or IndexingCut when the invocation's time (`remaining_ms`) runs
         short between two calls (the caller decides whether that is retried or only logged).
         `generation`: the one the caller just wrote the user's memory at (None: the store reads it)."""
@@ -73,9 +72,6 @@ class Indexer:
                 stored += self._store.set_vector(tenant_id, user_id, document, Vector(model, tuple(values)))
         if stored:
             record_metric(MetricName.DOCUMENTS_INDEXED, stored)
-        if remaining_ms is None or remaining_ms() >= INDEX_TIME_MS:
-            # What is indexed, packed many to an item: a first query reads a few (docs/architecture.md "Recall").
-            self._store.pack(tenant_id, user_id, model, generation)
         return stored
 
 
