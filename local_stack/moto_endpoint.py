@@ -104,6 +104,9 @@ class MotoEndpoint:
         moto_state.install()  # the records of moto's changes, and moto_sqs.py's lock
         if self.state is not None:
             self.state.open()  # before binding: a directory in use fails at once
+        # A map of its own for each server: a stopped server's loop that ends late (its close_all
+        # runs on its own thread) must not close what a restarted one polls, its trigger included.
+        self._connections = {}
         # Port 0: the server binds a free port itself (no race with another process).
         server = waitress.create_server(
             self._app(),
@@ -138,7 +141,12 @@ class MotoEndpoint:
             # and ends with nothing left to poll. An answer still being made is dropped, as a
             # stopped AWS endpoint would drop it; its thread ends after it (threads are daemons).
             connections = self._connections
-            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(connections))
+            try:
+                self._server.trigger.pull_trigger(lambda: wasyncore.close_all(connections))
+            except OSError:
+                # The trigger is closed already: the map was closed (the trigger is in it), so the
+                # loop has ended and owns nothing left; closing what remains here is safe.
+                wasyncore.close_all(connections)
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
