@@ -5,7 +5,7 @@ blocks back: the fence markers, the speaker labels, the item separator, the plac
 a prompt template, the "nothing to keep" answer, and what counts as a word.
 """
 
-from datetime import datetime
+from datetime import date
 from typing import Final
 
 # Fences around data in the rendered prompt.
@@ -54,9 +54,10 @@ MONTHS: Final = (
 )
 
 
-def day_in_words(moment: datetime) -> str:
-    """`8 May 2023`: a day as the prompt, the context block and recall write it, whatever the locale."""
-    return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+def day_in_words(day: date) -> str:
+    """`8 May 2023`: a day as the prompt, the offline stand-in, the context block and recall write
+    it, whatever the locale (a datetime is a date too)."""
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
 
 
 PLACEHOLDERS: Final = frozenset(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from hippocampus.contracts.prompt_format import ITEM_DATE_LABEL, MONTHS, WEEKDAYS
+from hippocampus.contracts.prompt_format import ITEM_DATE_LABEL, MONTHS, WEEKDAYS, day_in_words
 
 # `Item date: Monday 8 May 2023, 13:56 UTC` or `… 00:30 UTC+02:00`, exactly as `spoken_date` writes it.
 _ITEM_DATE = re.compile(
@@ -51,12 +51,8 @@ def parse_item_date(line: str) -> datetime | None:
     return moment if WEEKDAYS[moment.weekday()] == match["weekday"] else None
 
 
-def day_text(day: date) -> str:
-    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
-
-
 def weekday_text(day: date) -> str:
-    return f"{WEEKDAYS[day.weekday()]} {day_text(day)}"
+    return f"{WEEKDAYS[day.weekday()]} {day_in_words(day)}"
 
 
 def week_monday(day: date) -> date:
@@ -151,7 +147,7 @@ def _count(text: str) -> int:
 
 
 def _days(day: date, offset: int) -> tuple[str, str]:
-    return "on", day_text(day + timedelta(days=offset))
+    return "on", day_in_words(day + timedelta(days=offset))
 
 
 def _ago_or_ahead(unit: str, count: int, day: date) -> tuple[str, str]:
@@ -159,7 +155,7 @@ def _ago_or_ahead(unit: str, count: int, day: date) -> tuple[str, str]:
     if unit == "day":
         return _days(day, count)
     if unit == "week":
-        return "in", f"the week of {day_text(week_monday(day + timedelta(weeks=count)))}"
+        return "in", f"the week of {day_in_words(week_monday(day + timedelta(weeks=count)))}"
     if unit == "month":
         return "in", month_text(day, count)
     return "in", year_text(day, count)
@@ -171,18 +167,18 @@ def _word_day(groups: dict[str, str], day: date, sense: int) -> tuple[str, str]:
 
 def _part_of_day(groups: dict[str, str], day: date, sense: int) -> tuple[str, str]:
     offset = {"this": 0, "yesterday": -1, "tomorrow": 1}[groups["pd_when"].lower()]
-    return "on", f"the {groups['pd_part'].lower()} of {day_text(day + timedelta(days=offset))}"
+    return "on", f"the {groups['pd_part'].lower()} of {day_in_words(day + timedelta(days=offset))}"
 
 
 def _night(groups: dict[str, str], day: date, sense: int) -> tuple[str, str]:
-    return "on", f"the night of {day_text(day if 'tn' in groups else day - timedelta(days=1))}"
+    return "on", f"the night of {day_in_words(day if 'tn' in groups else day - timedelta(days=1))}"
 
 
 def _week(groups: dict[str, str], day: date, sense: int) -> tuple[str, str]:
     monday = week_monday(day) + timedelta(weeks=_STEP[groups["wk_step"].lower()])
     if groups["wk_unit"].lower() == "weekend":
-        return "on", f"the weekend of {day_text(monday + timedelta(days=5))}"
-    return "in", f"the week of {day_text(monday)}"
+        return "on", f"the weekend of {day_in_words(monday + timedelta(days=5))}"
+    return "in", f"the week of {day_in_words(monday)}"
 
 
 def _month_or_year(groups: dict[str, str], day: date, sense: int) -> tuple[str, str]:

@@ -18,7 +18,6 @@ from hippocampus.contracts.prompt_format import (
     ITEM_DATE_LABEL,
     ITEM_ID_LABEL,
     ITEM_SEPARATOR,
-    MONTHS,
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,
     NOTHING_TO_KEEP,
@@ -31,6 +30,7 @@ from hippocampus.contracts.prompt_format import (
     USER_NAME_BEGIN,
     USER_NAME_END,
     WEEKDAYS,
+    day_in_words,
 )
 
 # Every marker needs a run of three angle brackets; data never keeps one, so it cannot close a fence.
@@ -255,7 +255,7 @@ def _dated(item: CondenseInput, text: str) -> str:
 def spoken_date(moment: datetime, with_time: bool = True) -> str:
     """`Monday 8 May 2023, 13:56 UTC` (`UTC+02:00` in its own offset): the weekday lets a model
     resolve "last Tuesday"; an English form, whatever the locale."""
-    day = f"{WEEKDAYS[moment.weekday()]} {moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+    day = f"{WEEKDAYS[moment.weekday()]} {day_in_words(moment)}"
     if not with_time:
         return day
     offset = moment.utcoffset() or timedelta(0)
