@@ -51,7 +51,14 @@ def list_prefixes(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) 
 
 
 def grant_get_memory(role: iam.IRole, storage: Storage) -> None:
-    storage.table.grant_read_data(role)
+    storage.table.grant_read_data(role)  # with its index: the tenant's users
+    resource = f"{storage.table.table_arn}/index/*"
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::{nag_text(role, resource)}]",
+        f"The table's only index, {schema.USERS_INDEX_NAME}, holds nothing but the keys of memory items "
+        "this role may already read on the table itself; it lists a tenant's users.",
+    )
     # The export gives back the turns as sent (raw/) besides the history.
     objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:GetObject"])
     objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject"])
@@ -59,7 +66,7 @@ def grant_get_memory(role: iam.IRole, storage: Storage) -> None:
 
 
 def grant_ingest(role: iam.IRole, storage: Storage, queueing: Queueing) -> None:
-    storage.table.grant_read_write_data(role)
+    storage.table_items.grant_read_write_data(role)
     objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
     # PUT archives the version it writes; DELETE of a user erases their history too.
     objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
@@ -68,7 +75,7 @@ def grant_ingest(role: iam.IRole, storage: Storage, queueing: Queueing) -> None:
 
 
 def grant_condenser_storage(role: iam.IRole, storage: Storage) -> None:
-    storage.table.grant_read_write_data(role)
+    storage.table_items.grant_read_write_data(role)
     # It reads accepted payloads and archives versions; it erases what landed after a DELETE of
     # the user swept the prefix: the payload of an item it skips, its own copy of a version.
     objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
@@ -100,7 +107,7 @@ def grant_condenser_redrive(role: iam.IRole, queueing: Queueing) -> None:
 
 def grant_recall(role: iam.IRole, storage: Storage) -> None:
     # One user's partition, read with Query (and GetItem): no Scan, no BatchGetItem, no write.
-    storage.table.grant(role, "dynamodb:Query", "dynamodb:GetItem")
+    storage.table_items.grant(role, "dynamodb:Query", "dynamodb:GetItem")
 
 
 def grant_condenser_models(

@@ -18,6 +18,15 @@ ACCESS_LOG_RETENTION_DAYS: Final = 90
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """A global secondary index with string keys that projects only the keys."""
+
+    name: str
+    partition_key: str
+    sort_key: str
+
+
+@dataclass(frozen=True)
 class TableSpec:
     """An on-demand DynamoDB table with string keys and a TTL attribute."""
 
@@ -30,6 +39,7 @@ class TableSpec:
     point_in_time_recovery: bool = True
     # A KMS key AWS manages for the account (False: the key AWS owns).
     aws_managed_key: bool = True
+    indexes: tuple[IndexSpec, ...] = ()
 
     def name(self, stage: str) -> str:
         """The local stack's name; deployed tables get generated names (stack outputs)."""
@@ -96,6 +106,7 @@ MEMORY_TABLE: Final = TableSpec(
     sort_key=names.TABLE_SORT_KEY,
     ttl_attribute=names.TABLE_TTL_ATTRIBUTE,
     deletion_protection=True,
+    indexes=(IndexSpec(names.USERS_INDEX_NAME, names.USERS_INDEX_PARTITION_KEY, names.USERS_INDEX_SORT_KEY),),
 )
 
 

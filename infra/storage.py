@@ -39,6 +39,11 @@ class Storage(Construct):
         removal = removal_policy(config)
         destroy = config.removal_policy == "destroy"
         self.table = _table(self, "MemoryTable", resources.MEMORY_TABLE, removal, destroy)
+        # The same table seen without its indexes: a grant on it covers the table's items alone
+        # (a grant on `table` adds `<table>/index/*`). Only get_memory reads the users index.
+        self.table_items = dynamodb.Table.from_table_attributes(
+            self, "MemoryTableItems", table_arn=self.table.table_arn
+        )
         self.access_log_bucket = _secure_bucket(self, "AccessLogBucket", resources.ACCESS_LOG_BUCKET, removal)
         self.bucket = _secure_bucket(
             self,
@@ -54,7 +59,7 @@ def _table(
     scope: Construct, construct_id: str, spec: TableSpec, removal: cdk.RemovalPolicy, destroy: bool
 ) -> dynamodb.Table:
     """An unnamed table: a retained one never blocks a redeploy."""
-    return dynamodb.Table(
+    table = dynamodb.Table(
         scope,
         construct_id,
         partition_key=_string_key(spec.partition_key),
@@ -71,6 +76,14 @@ def _table(
         deletion_protection=not destroy if spec.deletion_protection else None,
         removal_policy=removal,
     )
+    for index in spec.indexes:
+        table.add_global_secondary_index(
+            index_name=index.name,
+            partition_key=_string_key(index.partition_key),
+            sort_key=_string_key(index.sort_key),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+    return table
 
 
 def _string_key(name: str) -> dynamodb.Attribute:

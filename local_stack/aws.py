@@ -86,11 +86,26 @@ def seed_secret(endpoint_url: str, region: str, name: str, value: str) -> None:
 def _create_table(dynamodb: Any, spec: TableSpec) -> None:
     name = spec.name(LOCAL_STAGE)
     keys = [(spec.partition_key, "HASH")] + ([(spec.sort_key, "RANGE")] if spec.sort_key else [])
+    indexes = [
+        {
+            "IndexName": index.name,
+            "KeySchema": [
+                {"AttributeName": index.partition_key, "KeyType": "HASH"},
+                {"AttributeName": index.sort_key, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+        for index in spec.indexes
+    ]
+    attributes = {key for key, _ in keys} | {
+        key for index in spec.indexes for key in (index.partition_key, index.sort_key)
+    }
     dynamodb.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key, _ in keys],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in sorted(attributes)],
         KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in keys],
+        **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
         SSESpecification={"Enabled": spec.aws_managed_key},
         DeletionProtectionEnabled=spec.deletion_protection,
     )

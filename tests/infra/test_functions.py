@@ -186,6 +186,11 @@ def test_get_memory_reads_memories_history_and_for_the_export_raw_payloads(defau
     assert grants["s3:GetObject"] == {f"{bucket}/history/*", f"{bucket}/raw/*"}
     assert grants["s3:ListBucket"] == {bucket + prefixes("history/", "raw/")}
     assert {"dynamodb:GetItem", "dynamodb:Query"} <= grants.keys()
+    # The table and its users index: get_memory is the only function that may query the index.
+    assert {resource.rsplit("}", 1)[-1] for resource in grants["dynamodb:Query"]} == {"", "/index/*"}
+    for other in ("ingest", "condenser", "recall"):
+        queried = granted(default_synth, default_synth.role_id(other))["dynamodb:Query"]
+        assert not [resource for resource in queried if "/index/" in resource]
     assert not (WRITES | {"s3:PutObject", "s3:DeleteObject"}) & grants.keys()
     assert not [a for a in grants if a.startswith(("sqs:", "secretsmanager:", "bedrock:"))]
 

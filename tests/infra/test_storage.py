@@ -31,6 +31,24 @@ def test_memory_table_on_demand_pitr_ttl_protected(default_synth: Synth) -> None
     )
 
 
+def test_the_tenants_users_come_from_a_sparse_keys_only_index(default_synth: Synth) -> None:
+    default_synth.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": schema.USERS_INDEX_NAME,
+                    "KeySchema": [
+                        {"AttributeName": schema.USERS_INDEX_PARTITION_KEY, "KeyType": "HASH"},
+                        {"AttributeName": schema.USERS_INDEX_SORT_KEY, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                }
+            ]
+        },
+    )
+
+
 def test_one_table_holds_everything_so_a_delete_can_find_everything(default_synth: Synth) -> None:
     """Idempotency-Key records live in the memory table, in the user's index partition."""
     default_synth.template.resource_count_is("AWS::DynamoDB::Table", 1)

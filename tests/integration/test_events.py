@@ -22,6 +22,8 @@ EXPECTED_STATUS = {
     "api_get_facts.json": ("get_memory", 200),
     "api_get_episodes.json": ("get_memory", 200),
     "api_get_records.json": ("get_memory", 200),
+    "api_get_jobs.json": ("get_memory", 200),
+    "api_get_users.json": ("get_memory", 200),
     "api_delete_record.json": ("ingest", 404),  # the sample user has no such record yet
     "api_delete_episode.json": ("ingest", 404),  # the sample turn is queued, not an episode yet
 }
@@ -66,6 +68,12 @@ EXPECTED_DIRECT = {
     # The sample turn is still queued: nothing recorded yet.
     "invoke_list_records.json": ("get_memory", lambda body: body == {"items": [], "next_cursor": None}),
     "invoke_delete_record.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    "invoke_list_jobs.json": (
+        "get_memory",
+        lambda body: {job["item_id"] for job in body["items"]} == {"turn-42", "pref_dark_mode"},
+    ),
+    # The sample user's fact lists it among the tenant's users.
+    "invoke_list_users.json": ("get_memory", lambda body: body["items"] == [{"user_id": "alice"}]),
     "invoke_forget_episode.json": ("ingest", lambda body: body["error"]["status"] == 404),
     # Nothing was dead-lettered: nothing to move (docs/operations.md "The dead-letter queue").
     "invoke_redrive_dead_letters.json": (

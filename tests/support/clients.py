@@ -115,7 +115,7 @@ def proxied_service(
         DynamoEpisodeStore(table, settings.job_retention_days),
         DynamoRecordStore(table),
     )
-    lists = ListService(memory, DynamoEpisodeStore(table, settings.job_retention_days), tracing)
+    lists = ListService(memory, DynamoEpisodeStore(table, settings.job_retention_days), jobs, tracing)
     records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
     records = user_records(aws.table_name, lambda: records_client)
     ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), records, 3600)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -112,6 +113,7 @@ class _User:
     revision: int = 0
     settling_until: float = 0.0
     counted_reads: set[int] = field(default_factory=set)  # revisions read with every fact
+    listed: bool = False  # in the tenant's users index: a summary or facts written since the last delete
 
 
 # Idempotency records of every user: (tenant, user) → Powertools key → record.
@@ -219,6 +221,14 @@ class FakeJobStore:
         mine = [job for job in self.jobs.values() if (job.tenant_id, job.user_id) == (tenant_id, user_id)]
         return sorted(mine, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
+    def list_jobs(
+        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
+    ) -> tuple[list[Job], bool]:
+        jobs = self.list_user_jobs(tenant_id, user_id)
+        if before is not None:
+            jobs = [job for job in jobs if (job.created_at, job.job_id) < before]
+        return jobs[:limit], len(jobs) > limit
+
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         with self.lock:
             for job in self.list_user_jobs(tenant_id, user_id):
@@ -285,6 +295,14 @@ class FakeMemoryStore:
     def read_generation(self, tenant_id: str, user_id: str) -> int:
         return self._user(tenant_id, user_id).state.generation
 
+    def list_users(self, tenant_id: str, limit: int, after: str | None) -> tuple[list[str], bool]:
+        listed = sorted(
+            user_id
+            for (tenant, user_id), user in self.users.items()
+            if tenant == tenant_id and user.listed and (after is None or user_id > after)
+        )
+        return listed[:limit], len(listed) > limit
+
     def write_memory(self, write: MemoryWrite) -> None:
         hook, self.before_write = self.before_write, None
         if hook:
@@ -309,6 +327,7 @@ class FakeMemoryStore:
                 stored[record.id] = (record, write.generation)
             version = write.expected_version + 1
             count = user.state.episode_count + len(write.episodes)
+            user.listed = True
             user.state = MemoryState(
                 write.memory, version, write.word_count, write.updated_at, write.generation, count
             )
@@ -365,6 +384,7 @@ class FakeMemoryStore:
                 stored[rewrite.after.id] = (rewrite.after, forget.generation)
             version = forget.expected_version + 1
             count = user.state.episode_count - len(forget.episodes)
+            user.listed = True
             user.state = MemoryState(
                 forget.memory, version, forget.word_count, forget.updated_at, forget.generation, count
             )
@@ -519,6 +539,7 @@ class FakeMemoryStore:
             assert base is not None  # `_counts_hold` refused a change of counts that do not exist
             user.counts = base + commit.change
             user.revision += 1
+            user.listed = True
             if commit.more_follow:
                 user.settling_until = self.now() + FACT_SETTLE_S
             self.fact_commits += 1
@@ -565,6 +586,7 @@ class FakeMemoryStore:
             user = self._user(tenant_id, user_id)
             generation = user.state.generation + 1
             user.state = MemoryState(generation=generation, version_floor=user.state.last_version)
+            user.listed = False
             user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
             user.sizes = {k: v for k, v in user.sizes.items() if k in user.facts}
             user.counts, user.revision, user.settling_until = None, 0, 0.0
@@ -835,7 +857,7 @@ class Ports:
         return ReadService(self.store, self.jobs, self.archive, self.tracing)
 
     def lists(self) -> ListService:
-        return ListService(self.store, self.store, self.tracing)
+        return ListService(self.store, self.store, self.jobs, self.tracing)
 
     def forgetter(self) -> EpisodeForgetter:
         return EpisodeForgetter(self.store, self.store, self.store, self.jobs, self.archive, self.tracing, 50)

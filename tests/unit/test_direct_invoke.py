@@ -24,6 +24,8 @@ PAIRS = {
     "invoke_list_facts.json": "api_get_facts.json",
     "invoke_list_episodes.json": "api_get_episodes.json",
     "invoke_list_records.json": "api_get_records.json",
+    "invoke_list_jobs.json": "api_get_jobs.json",
+    "invoke_list_users.json": "api_get_users.json",
     "invoke_delete_record.json": "api_delete_record.json",
     "invoke_forget_episode.json": "api_delete_episode.json",
     "invoke_ingest.json": "api_post_memory.json",

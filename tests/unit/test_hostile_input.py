@@ -49,6 +49,8 @@ RECORDS = MEMORY + "/records"
 QUERY = MEMORY + "/query"
 CONTEXT = MEMORY + "/context"
 JOB = f"{TENANT}/jobs/job-1"
+JOBS = MEMORY + "/jobs"
+USERS = f"{TENANT}/users"
 JSON_TYPE = (("Content-Type", "application/json"),)
 
 
@@ -473,7 +475,13 @@ LIST_CASES = (
         _case(
             Http("GET", f"{path}?limit={value}"), 422, "validation_error", "limit", f"{name} limit={value!r}"
         )
-        for name, path in (("facts", FACTS), ("episodes", EPISODES), ("records", RECORDS))
+        for name, path in (
+            ("facts", FACTS),
+            ("episodes", EPISODES),
+            ("records", RECORDS),
+            ("jobs", JOBS),
+            ("users", USERS),
+        )
         for value in ("0", "101", "abc", "1.5", "", *NOT_DIGITS)
     ]
     + [
@@ -508,7 +516,7 @@ LIST_CASES = (
         _case(
             Http("GET", f"{path}?cursor={value}"), 422, "validation_error", "cursor", f"{name} cursor={case}"
         )
-        for name, path in (("facts", FACTS), ("episodes", EPISODES))
+        for name, path in (("facts", FACTS), ("episodes", EPISODES), ("jobs", JOBS), ("users", USERS))
         for case, value in {
             "empty": "",
             "not base64": "%%%",
@@ -672,6 +680,10 @@ DIRECT = {
     "list_facts: limit 0": ("get_memory", act("list_facts", limit=0), "limit"),
     "list_episodes: cursor not ours": ("get_memory", act("list_episodes", cursor="bm9wZQ"), "cursor"),
     "list_facts without user_id": ("get_memory", act("list_facts", user_id=None), "user_id"),
+    "list_jobs: cursor not ours": ("get_memory", act("list_jobs", cursor="bm9wZQ"), "cursor"),
+    "list_jobs without user_id": ("get_memory", act("list_jobs", user_id=None), "user_id"),
+    "list_users: limit 101": ("get_memory", act("list_users", limit=101), "limit"),
+    "list_users: cursor a number": ("get_memory", act("list_users", cursor=5), "cursor"),
     "list_records: as_of without offset": (
         "get_memory",
         act("list_records", as_of="2023-05-08T10:00:00"),

@@ -116,7 +116,7 @@ def record_service() -> RecordService:
 
 @once
 def list_service() -> ListService:
-    return ListService(memory_store(), episode_store(), _read_tracing())
+    return ListService(memory_store(), episode_store(), job_store(), _read_tracing())
 
 
 @once

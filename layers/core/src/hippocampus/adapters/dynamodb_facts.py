@@ -26,6 +26,7 @@ from hippocampus.adapters.dynamodb_table import (
     Table,
     iso,
     key,
+    listing,
     user_pk,
     values,
 )
@@ -151,6 +152,9 @@ class FactCommits:
                 condition += " AND #r = :revision"
                 plain[":revision"] = commit.rebase_from
             condition += " AND (attribute_not_exists(#s) OR #s <= :now)"
+        listed, listed_values = listing(commit.tenant_id, commit.user_id)
+        sets.append(listed)
+        plain |= listed_values
         if commit.more_follow:
             names["#s"] = FACTS_SETTLING_UNTIL
             sets.append("#s = :until")

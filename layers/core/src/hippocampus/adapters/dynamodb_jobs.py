@@ -12,7 +12,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hippocampus.adapters.dynamodb_index import OPEN_JOBS_WALK, open_message, queue_order, ref_job_id
+from hippocampus.adapters.dynamodb_index import (
+    OPEN_JOBS_WALK,
+    open_message,
+    queue_order,
+    ref_job_id,
+    ref_sk_at,
+)
 from hippocampus.adapters.dynamodb_items import decoded, decoded_all, generation_of, is_expired
 from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
 from hippocampus.adapters.dynamodb_table import (
@@ -147,6 +153,28 @@ class DynamoJobStore:
         refs = self._table.query_partition(index_pk(tenant_id, user_id), sk_prefix=JOB_REF_PREFIX)
         jobs = self.get_jobs(tenant_id, [ref_job_id(ref[SK]) for ref in decoded_all(refs)])
         return sorted(jobs.values(), key=lambda job: (job.created_at, job.job_id), reverse=True)
+
+    def list_jobs(
+        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
+    ) -> tuple[list[Job], bool]:
+        # The references newest first, from just below the last one given (BETWEEN is inclusive:
+        # that one is skipped); one more than the page tells whether older ones remain.
+        below = ref_sk_at(*before) if before is not None else JOB_REF_PREFIX + "~"
+        request = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lowest AND :below",
+            "ExpressionAttributeValues": values(
+                {":pk": index_pk(tenant_id, user_id), ":lowest": JOB_REF_PREFIX, ":below": below}
+            ),
+            "ProjectionExpression": "sk",
+            "ConsistentRead": True,
+            "ScanIndexForward": False,
+        }
+        refs = [ref[SK]["S"] for ref in self._table.query(request, limit + 2) if ref[SK]["S"] != below]
+        job_ids = [ref_job_id(sk) for sk in refs[: limit + 1]]
+        stored = self.get_jobs(tenant_id, job_ids)  # a job past its retention may outlive its reference
+        jobs = [stored[job_id] for job_id in job_ids if job_id in stored]
+        return jobs[:limit], len(refs) > limit
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         """Erase the job records of the generations before `generation` and every Idempotency-Key

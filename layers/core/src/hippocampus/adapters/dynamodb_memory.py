@@ -38,6 +38,8 @@ from hippocampus.adapters.dynamodb_table import (
     generation_check,
     iso,
     key,
+    listing,
+    tenant_pk,
     user_pk,
     values,
 )
@@ -46,6 +48,7 @@ from hippocampus.contracts.models import Fact
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.names import USERS_INDEX_NAME, USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
 from hippocampus.contracts.ports import MemoryState, MemoryWrite
 from hippocampus.contracts.records import EpisodeForget
 
@@ -162,7 +165,9 @@ class DynamoMemoryStore:
             ":at": iso(write.updated_at),
             ":jobs": list(write.completed_job_ids),
         }
-        update = "SET #v = :new, #g = :gen, word_count = :words, updated_at = :at, job_ids = :jobs"
+        listed, listed_values = listing(write.tenant_id, write.user_id)
+        update = f"SET #v = :new, #g = :gen, word_count = :words, updated_at = :at, job_ids = :jobs, {listed}"
+        plain |= listed_values
         if write.memory is not None:
             update += ", #m = :memory"
             plain[":memory"] = write.memory
@@ -237,7 +242,9 @@ class DynamoMemoryStore:
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, "
             f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {TTL}, "
             # The facts' counts go too: the next fact write counts the new life's facts.
-            f"{FACT_COUNT}, {FACT_BYTES}, {FACT_REVISION}, {FACTS_SETTLING_UNTIL}",
+            f"{FACT_COUNT}, {FACT_BYTES}, {FACT_REVISION}, {FACTS_SETTLING_UNTIL}, "
+            # Off the tenant's list of users until something is stored again.
+            f"{USERS_INDEX_PARTITION_KEY}, {USERS_INDEX_SORT_KEY}",
             ExpressionAttributeNames={"#m": "memory", "#g": "generation"},
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
             ReturnValues="UPDATED_NEW",
@@ -252,6 +259,19 @@ class DynamoMemoryStore:
         ]
         self._table.batch_delete(older)
         return generation
+
+    def list_users(self, tenant_id: str, limit: int, after: str | None) -> tuple[list[str], bool]:
+        request: dict[str, Any] = {
+            "TableName": self._table.name,
+            "IndexName": USERS_INDEX_NAME,
+            "KeyConditionExpression": f"{USERS_INDEX_PARTITION_KEY} = :tenant",
+            "ExpressionAttributeValues": values({":tenant": tenant_pk(tenant_id)}),
+        }
+        if after is not None:
+            request["KeyConditionExpression"] += f" AND {USERS_INDEX_SORT_KEY} > :after"
+            request["ExpressionAttributeValues"] |= values({":after": after})
+        found = [decoded(raw)[USERS_INDEX_SORT_KEY] for raw in self._table.query(request, limit + 1)]
+        return found[:limit], len(found) > limit
 
     def _get_memory_item(self, pk: str, projection: str | None = None) -> Item | None:
         kwargs: dict[str, Any] = {

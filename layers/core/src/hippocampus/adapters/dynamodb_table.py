@@ -26,6 +26,7 @@ from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.names import USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
 
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
@@ -65,6 +66,18 @@ def user_pk(tenant_id: str, user_id: str) -> str:
 
 def index_pk(tenant_id: str, user_id: str) -> str:
     return f"{user_pk(tenant_id, user_id)}#I"
+
+
+def listing(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
+    """The `SET` clause that lists the user in its tenant's users index, and its values; set by
+    every write of a summary or of the fact counts, removed by a delete (docs/architecture.md
+    "Storage layout")."""
+    clause = f"{USERS_INDEX_PARTITION_KEY} = :listed_tenant, {USERS_INDEX_SORT_KEY} = :listed_user"
+    return clause, {":listed_tenant": tenant_pk(tenant_id), ":listed_user": user_id}
+
+
+def tenant_pk(tenant_id: str) -> str:
+    return f"T#{tenant_id}"
 
 
 def job_pk(tenant_id: str, job_id: str) -> str:
@@ -209,7 +222,7 @@ class Table:
         if projection:
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
-        yield from self._query(kwargs)
+        yield from self.query(kwargs)
 
     def newest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:
         """The `limit` items of the partition with the highest sort keys under `sk_prefix`, newest
@@ -221,9 +234,9 @@ class Table:
             "ConsistentRead": True,
             "ScanIndexForward": False,
         }
-        return list(self._query(request, limit))
+        return list(self.query(request, limit))
 
-    def _query(self, request: dict[str, Any], limit: int | None = None) -> Iterator[dict[str, Any]]:
+    def query(self, request: dict[str, Any], limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The items of the Query `request` (at most `limit`), page after page, each from where the
         last one ended. Paged by hand, not by `get_paginator("query")`: a paginator's first use loads
         botocore's paginator model, listing every service botocore ships to find it, about 8 ms of

@@ -134,5 +134,10 @@ JOB: Final = responses(
     {200: success("The job")},
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
 )
+JOBS: Final = responses({200: success("One page of the user's jobs, newest first")}, {422: _CURSOR})
+USERS: Final = responses(
+    {200: success("One page of the tenant's users with a summary or facts stored, by user id")},
+    {422: _CURSOR},
+)
 QUERY: Final = responses({200: success("The user's facts, records and episodes ranked for the query")})
 CONTEXT: Final = responses({200: success("A block of context, within `max_words`")})

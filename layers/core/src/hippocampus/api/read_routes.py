@@ -1,4 +1,5 @@
-"""Routes of the read path (the get_memory function): health, memory, history, one job, the export."""
+"""Routes of the read path (the get_memory function): health, memory, history, jobs, the export, the
+lists of a user's facts, episodes and records, and the tenant's users."""
 
 from typing import Annotated
 
@@ -29,7 +30,9 @@ from hippocampus.contracts.models import (
     HealthResponse,
     HistoryResponse,
     Job,
+    JobList,
     MemoryBody,
+    UserList,
 )
 from hippocampus.contracts.recall import DEFAULT_LIST_LIMIT, EpisodeList, FactList
 from hippocampus.contracts.records import DEFAULT_RECORD_LIST_LIMIT, RecordList
@@ -40,8 +43,10 @@ from hippocampus.contracts.routes import (
     HEALTH_PATH,
     HISTORY_PATH,
     JOB_PATH,
+    JOBS_PATH,
     MEMORY_PATH,
     RECORDS_PATH,
+    USERS_PATH,
     powertools_path,
 )
 from hippocampus.domain.reads.export import ExportService
@@ -187,3 +192,33 @@ def list_records(
 )
 def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
     return reads.get_job(tenant_id, job_id)
+
+
+@router.get(
+    powertools_path(JOBS_PATH),
+    summary="The user's ingestion jobs, newest first",
+    operation_id="listJobs",
+    tags=["jobs"],
+    responses=documented.JOBS,
+)
+def list_jobs(
+    tenant_id: TenantId,
+    user_id: UserId,
+    lists: Lists,
+    limit: ListLimit = DEFAULT_LIST_LIMIT,
+    cursor: ListCursor = None,
+) -> JobList:
+    return lists.list_jobs(tenant_id, user_id, limit, cursor)
+
+
+@router.get(
+    powertools_path(USERS_PATH),
+    summary="The tenant's users with memory stored, by user id",
+    operation_id="listUsers",
+    tags=["users"],
+    responses=documented.USERS,
+)
+def list_users(
+    tenant_id: TenantId, lists: Lists, limit: ListLimit = DEFAULT_LIST_LIMIT, cursor: ListCursor = None
+) -> UserList:
+    return lists.list_users(tenant_id, limit, cursor)

@@ -202,6 +202,24 @@ class Job(Record):
     _accepted_when_unsaid = model_validator(mode="before")(accepted_when_unsaid)
 
 
+class JobList(Record):
+    """A page of the user's jobs, newest first (GET …/memory/jobs)."""
+
+    items: list[Job]
+    next_cursor: str | None
+
+
+class ListedUser(Record):
+    user_id: str
+
+
+class UserList(Record):
+    """A page of the tenant's users, by user id (GET /v1/tenants/{tenant_id}/users)."""
+
+    items: list[ListedUser]
+    next_cursor: str | None
+
+
 class JobsResponse(Record):
     jobs: list[Job]
 

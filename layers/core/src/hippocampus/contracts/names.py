@@ -14,6 +14,12 @@ METRICS_NAMESPACE: Final = "Hippocampus"
 TABLE_PARTITION_KEY: Final = "pk"
 TABLE_SORT_KEY: Final = "sk"
 TABLE_TTL_ATTRIBUTE: Final = "expires_at"
+# The tenant's users (GET /v1/tenants/{tenant_id}/users): a sparse, keys-only global secondary index.
+# Only a user's memory item holds its two keys, from the first write of a summary or a fact until
+# the user is forgotten; they never change in between, so the index is written once per user's life.
+USERS_INDEX_NAME: Final = "users-by-tenant"
+USERS_INDEX_PARTITION_KEY: Final = "tenant_users"
+USERS_INDEX_SORT_KEY: Final = "listed_user"
 
 # Idempotency-Key records (Powertools) live in the memory table, sort key `<prefix>#<hash>`.
 IDEMPOTENCY_KEY_PREFIX: Final = "ingest"

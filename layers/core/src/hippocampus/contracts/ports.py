@@ -80,6 +80,13 @@ class JobStore(Protocol):
         """Every job record kept of the user, newest first."""
         ...
 
+    def list_jobs(
+        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
+    ) -> tuple[list[Job], bool]:
+        """Up to `limit` of the user's jobs, newest first, created before `before` (the created_at
+        and job id of the last job of the page before); and whether older ones remain."""
+        ...
+
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         """Erase the user's jobs of the generations before `generation` (a job still queued or
         processing is kept as `skipped`, its item id removed) and its Idempotency-Key records."""
@@ -185,6 +192,12 @@ class MemoryStore(Protocol):
 
     def read_generation(self, tenant_id: str, user_id: str) -> int:
         """The user's current generation only (bumped by every delete)."""
+        ...
+
+    def list_users(self, tenant_id: str, limit: int, after: str | None) -> tuple[list[str], bool]:
+        """Up to `limit` ids of the tenant's users with a summary or facts stored, in id order,
+        after the id `after`; and whether more remain. Eventually consistent: a user written or
+        forgotten a moment ago may not show yet."""
         ...
 
     def write_memory(self, write: MemoryWrite) -> None:

@@ -13,12 +13,14 @@ from urllib.parse import unquote
 ApiFunctionName = Literal["get_memory", "ingest", "recall"]
 
 TENANT_PREFIX: Final = "/v1/tenants/{tenant_id}"
-MEMORY_PATH: Final = TENANT_PREFIX + "/users/{user_id}/memory"
+USERS_PATH: Final = TENANT_PREFIX + "/users"
+MEMORY_PATH: Final = USERS_PATH + "/{user_id}/memory"
 HEALTH_PATH: Final = "/v1/health"
 OPENAPI_PATH: Final = "/v1/openapi.json"
 HISTORY_PATH: Final = MEMORY_PATH + "/history"
 EXPORT_PATH: Final = MEMORY_PATH + "/export"
 JOB_PATH: Final = TENANT_PREFIX + "/jobs/{job_id}"
+JOBS_PATH: Final = MEMORY_PATH + "/jobs"
 FACT_PATH: Final = MEMORY_PATH + "/facts/{fact_id}"
 FACTS_PATH: Final = MEMORY_PATH + "/facts"
 EPISODES_PATH: Final = MEMORY_PATH + "/episodes"
@@ -43,6 +45,8 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", HISTORY_PATH, "get_memory"),
     Route("GET", EXPORT_PATH, "get_memory"),
     Route("GET", JOB_PATH, "get_memory"),
+    Route("GET", JOBS_PATH, "get_memory"),
+    Route("GET", USERS_PATH, "get_memory"),
     Route("GET", FACTS_PATH, "get_memory"),
     Route("GET", EPISODES_PATH, "get_memory"),
     Route("GET", RECORDS_PATH, "get_memory"),

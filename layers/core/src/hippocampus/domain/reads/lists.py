@@ -1,4 +1,5 @@
-"""The lists of a user's facts and episodes (GET …/memory/facts, …/memory/episodes), newest first.
+"""The lists of a user's facts, episodes and jobs (GET …/memory/facts, …/episodes, …/jobs), newest
+first, and of a tenant's users (GET /v1/tenants/{tenant_id}/users), by id.
 
 A cursor is the position of the last entry given (docs/api.md "Lists"): entries written between
 pages never repeat one already given.
@@ -6,8 +7,8 @@ pages never repeat one already given.
 
 from datetime import datetime
 
-from hippocampus.contracts.models import EpisodePlace, Fact
-from hippocampus.contracts.ports import EpisodeStore, MemoryStore, Tracing
+from hippocampus.contracts.models import EpisodePlace, Fact, JobList, ListedUser, UserList
+from hippocampus.contracts.ports import EpisodeStore, JobStore, MemoryStore, Tracing
 from hippocampus.contracts.recall import EpisodeList, FactList
 from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
 
@@ -17,10 +18,30 @@ def _fact_order(fact: Fact) -> tuple[float, str]:
 
 
 class ListService:
-    def __init__(self, store: MemoryStore, episodes: EpisodeStore, tracing: Tracing) -> None:
+    def __init__(self, store: MemoryStore, episodes: EpisodeStore, jobs: JobStore, tracing: Tracing) -> None:
         self._store = store
         self._episodes = episodes
+        self._jobs = jobs
         self._tracing = tracing
+
+    def list_users(self, tenant_id: str, limit: int, cursor: str | None) -> UserList:
+        after = decode_position(cursor, (str,))[0] if cursor is not None else None
+        with self._tracing.span("dynamodb.list_users", tenant_id=tenant_id):
+            user_ids, more = self._store.list_users(tenant_id, limit, after)
+        next_cursor = encode_position([user_ids[-1]]) if more and user_ids else None
+        return UserList(items=[ListedUser(user_id=user_id) for user_id in user_ids], next_cursor=next_cursor)
+
+    def list_jobs(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> JobList:
+        before = None
+        if cursor is not None:
+            created_at, job_id = decode_position(cursor, (str, str))
+            before = (_instant(created_at), job_id)
+        with self._tracing.span("dynamodb.list_jobs", tenant_id=tenant_id):
+            jobs, more = self._jobs.list_jobs(tenant_id, user_id, limit, before)
+        next_cursor = None
+        if more and jobs:
+            next_cursor = encode_position([jobs[-1].created_at.isoformat(), jobs[-1].job_id])
+        return JobList(items=jobs, next_cursor=next_cursor)
 
     def list_facts(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> FactList:
         after = decode_position(cursor, (str, str)) if cursor is not None else None
