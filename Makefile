@@ -15,7 +15,7 @@ PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar o
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv venv-local venv-synth test test-fast lint unit dev synth deploy bench openapi clean
+.PHONY: venv venv-local venv-synth browser test test-fast lint unit dev synth deploy bench openapi clean
 
 venv: $(STAMP)
 venv-local: $(LOCAL_STAMP)
@@ -55,8 +55,21 @@ lint: venv
 	$(BIN)/mypy layers/core/src/hippocampus functions infra tools local_stack app.py
 	cd client && ../$(BIN)/mypy src/hippocampus_client
 
-test: venv lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+# Chromium and ChromeDriver for the memory browser's test, from Debian's packages (as root, the first
+# time only: about 120 MB, a minute); elsewhere, install them and put `chromium` and `chromedriver` on PATH.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== Installing Debian's chromium and chromium-driver for the memory browser's test: about 120 MB, once"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	else \
+		echo "The memory browser's test needs chromium and chromedriver on PATH (Debian: apt-get install chromium chromium-driver)"; \
+		exit 1; \
+	fi
+
+# HIPPOCAMPUS_REQUIRE_BROWSER: the browser test fails, rather than skips, without Chromium.
+test: venv browser lint
+	HIPPOCAMPUS_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 --dist loadfile
 
 # The inner loop: unit, integration (moto) and client tests, no lint, no CDK synth, no local stack.
 test-fast: venv

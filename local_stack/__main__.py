@@ -217,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     print(_state_line(stack), flush=True)
     invoke_line, invoke_example = _invoke_lines(stack, url)
     print(invoke_line, flush=True)
+    print(
+        f"Memory browser: {url}/ui/?tenant=acme (the users, summaries, records and a query playground)",
+        flush=True,
+    )
     print("Try it:", flush=True)
     print(
         f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory -H 'Content-Type: application/json' \\\n"

@@ -6,7 +6,8 @@ method, each on its own thread, with one access log line per request. At most
 `MAX_IN_FLIGHT` requests are served at once; one more is answered 429 at once (the envelope of
 API Gateway's THROTTLED), so a burst costs threads and memory bounded by that, not by its size.
 `POST /2015-03-31/functions/{name}/invocations` goes to Lambda's Invoke API instead
-(`lambda_invoke.py`), which answers those refusals in Lambda's error shape. What `http.server`
+(`lambda_invoke.py`), which answers those refusals in Lambda's error shape; `/ui/` serves the
+memory browser's page (`hippocampus_client.ui_files`). What `http.server`
 refuses itself (a request line over 64 KiB: 414; a header line over 64 KiB or over 100 headers:
 431; a malformed request line: 400) is answered in the envelope too, never as its HTML page.
 """
@@ -19,7 +20,9 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
+from hippocampus_client import ui_files
 from local_stack import lambda_invoke
 from local_stack.apigateway import (
     ApiGateway,
@@ -158,6 +161,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
         if self.invoke_api is not None and self._invoking():
             return self.invoke_api.handle(request)
+        path = urlsplit(self.path).path
+        if ui_files.serves(path):  # the memory browser's page, on the API's origin
+            page = ui_files.answer(self.command, path)
+            return HttpResponse(page.status, list(page.headers), page.body)
         return self.gateway.handle(request)
 
     def _read_body(self) -> bytes:

@@ -21,6 +21,7 @@ from .cli_options import ID, TIMESTAMP, accept_global_options, global_options
 from .cli_output import count, emit_json, indented, job_line, note, record_line, required
 from .cli_redrive import redrive
 from .cli_settings import CliGroup, CliState, pass_state
+from .cli_ui import ui
 from .models import Memory
 
 
@@ -37,7 +38,7 @@ def cli(
     region: str | None,
     timeout: float,
 ) -> None:
-    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive.
+    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, browse.
 
     Global options go before the command, or after it (client/README.md "CLI"):
 
@@ -55,6 +56,7 @@ def cli(
 cli.add_command(add)
 cli.add_command(backfill)
 cli.add_command(redrive)
+cli.add_command(ui)
 
 
 @cli.command()

@@ -1,0 +1,188 @@
+"""`hippocampus ui` (client/README.md "Memory browser"): the page on 127.0.0.1, its API calls sent on
+to the endpoint as they came, signed with SigV4 from the environment's credentials, and refused to
+anything but the page itself."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from hippocampus_client.ui_server import UiServer
+
+KEY, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+class Upstream:
+    """A stand-in API: records each request and answers a memory body with an ETag."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                upstream.seen.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers.items()),
+                        "body": self.rfile.read(length).decode(),
+                    }
+                )
+                body = json.dumps({"memory": "Alice sells candles.", "version": 3}).encode()
+                self.send_response(200 if self.command != "DELETE" else 204)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("ETag", '"3"')
+                self.send_header("Set-Cookie", "tracking=1")
+                self.send_header("Content-Length", str(len(body) if self.command != "DELETE" else 0))
+                self.end_headers()
+                if self.command != "DELETE":
+                    self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/dev/"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    server = Upstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+
+
+@pytest.fixture
+def ui(upstream: Upstream) -> Iterator[UiServer]:
+    server = UiServer(upstream.url).start()
+    yield server
+    server.stop()
+
+
+def test_the_page_and_its_files_are_served_with_a_policy_that_keeps_them_to_this_origin(ui: UiServer) -> None:
+    page = httpx2.get(ui.url + "/ui/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "Hippocampus memory browser" in page.text
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert httpx2.get(ui.url + "/ui/app.js").headers["content-type"].startswith("text/javascript")
+    assert httpx2.get(ui.url + "/ui/style.css").headers["content-type"].startswith("text/css")
+    assert httpx2.get(ui.url + "/ui").headers["location"] == "/ui/"
+    assert httpx2.get(ui.url + "/").headers["location"] == "/ui/"
+    for other in ("/ui/../pyproject.toml", "/ui/ui_files.py", "/ui/%2e%2e/cli.py", "/favicon.ico"):
+        assert httpx2.get(ui.url + other).status_code == 404, other
+    assert httpx2.post(ui.url + "/ui/", content=b"x").status_code == 405
+
+
+def test_api_calls_go_to_the_endpoint_as_they_came_and_come_back_with_their_etag(
+    ui: UiServer, upstream: Upstream
+) -> None:
+    path = "/v1/tenants/acme/users/alice/memory/query?limit=5"
+    body = {"query": "candles"}
+    answer = httpx2.post(
+        ui.url + path, json=body, headers={"Idempotency-Key": "k1", "Cookie": "session=secret"}
+    )
+    assert (answer.status_code, answer.json()["version"], answer.headers["etag"]) == (200, 3, '"3"')
+    assert "set-cookie" not in answer.headers  # only the API's own headers come back
+    sent = upstream.seen[-1]
+    assert (sent["method"], sent["path"], json.loads(sent["body"])) == ("POST", "/dev" + path, body)
+    assert (
+        sent["headers"]["Idempotency-Key"] == "k1" and sent["headers"]["Content-Type"] == "application/json"
+    )
+    assert "Cookie" not in sent["headers"] and "Authorization" not in sent["headers"]  # http://: unsigned
+    assert httpx2.delete(ui.url + "/v1/tenants/acme/users/alice/memory").status_code == 204
+    assert upstream.seen[-1]["method"] == "DELETE"
+
+
+def test_calls_to_a_deployment_are_signed_with_the_environments_credentials(
+    upstream: Upstream, credentials: None
+) -> None:
+    server = UiServer(upstream.url, sign=True, region="eu-west-1").start()
+    try:
+        assert httpx2.get(server.url + "/v1/tenants/acme/users").status_code == 200
+    finally:
+        server.stop()
+    authorization = upstream.seen[-1]["headers"]["Authorization"]
+    assert authorization.startswith(f"AWS4-HMAC-SHA256 Credential={KEY}/")
+    assert "/eu-west-1/execute-api/aws4_request" in authorization
+    assert "X-Amz-Date" in upstream.seen[-1]["headers"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "evil.example:8765"},  # DNS rebinding: another name for 127.0.0.1
+        {"Origin": "https://evil.example"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ],
+    ids=["another host", "another origin", "cross-site fetch"],
+)
+def test_only_the_page_itself_may_use_the_proxy(
+    ui: UiServer, upstream: Upstream, headers: dict[str, str]
+) -> None:
+    answer = httpx2.get(ui.url + "/v1/tenants/acme/users", headers=headers)
+    assert answer.status_code == 403
+    assert upstream.seen == []
+
+
+def test_an_endpoint_that_does_not_answer_is_a_502_naming_it() -> None:
+    server = UiServer("http://127.0.0.1:9/").start()  # the discard port: nothing listens
+    try:
+        answer = httpx2.get(server.url + "/v1/health")
+    finally:
+        server.stop()
+    assert answer.status_code == 502 and "http://127.0.0.1:9" in answer.text
+
+
+def test_the_command_prints_the_page_for_the_tenant_and_stops_on_ctrl_c(upstream: Upstream) -> None:
+    program = str(Path(sys.executable).with_name("hippocampus"))  # the console script, as installed
+    command = [program, "--endpoint", upstream.url, "--tenant", "acme"]
+    process = subprocess.Popen(
+        [*command, "ui", "--port", "0", "--no-open", "--user", "alice"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # noqa: TID251 - the child inherits PATH
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("Memory browser on http://127.0.0.1:") and line.strip().endswith(
+            "/ui/?tenant=acme&user=alice"
+        ), line
+        page = line.split(" on ", 1)[1].strip()
+        assert httpx2.get(page).status_code == 200
+        assert httpx2.get(page.split("/ui/")[0] + "/v1/tenants/acme/users").json()["version"] == 3
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
