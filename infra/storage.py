@@ -40,7 +40,8 @@ class Storage(Construct):
         destroy = config.removal_policy == "destroy"
         self.table = _table(self, "MemoryTable", resources.MEMORY_TABLE, removal, destroy)
         # The same table seen without its indexes: a grant on it covers the table's items alone
-        # (a grant on `table` adds `<table>/index/*`). Only get_memory reads the users index.
+        # (a grant on `table` adds `<table>/index/*`). Only get_memory may query the users index,
+        # and it is granted that alone (infra/grants.py).
         self.table_items = dynamodb.Table.from_table_attributes(
             self, "MemoryTableItems", table_arn=self.table.table_arn
         )

@@ -5,6 +5,7 @@ anything but the page itself."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -57,7 +58,7 @@ class Upstream:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/dev/"
 
     def stop(self) -> None:
@@ -90,6 +91,14 @@ def ui(upstream: Upstream) -> Iterator[UiServer]:
     server.stop()
 
 
+@pytest.fixture
+def page(ui: UiServer) -> Iterator[httpx2.Client]:
+    """A browser that opened the URL `hippocampus ui` printed: it holds the run's cookie."""
+    with httpx2.Client(base_url=ui.url) as browser:
+        assert browser.get(ui.page_url("acme")).status_code == 200
+        yield browser
+
+
 def test_the_page_and_its_files_are_served_with_a_policy_that_keeps_them_to_this_origin(ui: UiServer) -> None:
     page = httpx2.get(ui.url + "/ui/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -105,13 +114,12 @@ def test_the_page_and_its_files_are_served_with_a_policy_that_keeps_them_to_this
 
 
 def test_api_calls_go_to_the_endpoint_as_they_came_and_come_back_with_their_etag(
-    ui: UiServer, upstream: Upstream
+    page: httpx2.Client, upstream: Upstream
 ) -> None:
     path = "/v1/tenants/acme/users/alice/memory/query?limit=5"
     body = {"query": "candles"}
-    answer = httpx2.post(
-        ui.url + path, json=body, headers={"Idempotency-Key": "k1", "Cookie": "session=secret"}
-    )
+    page.cookies.set("session", "secret")
+    answer = page.post(path, json=body, headers={"Idempotency-Key": "k1"})
     assert (answer.status_code, answer.json()["version"], answer.headers["etag"]) == (200, 3, '"3"')
     assert "set-cookie" not in answer.headers  # only the API's own headers come back
     sent = upstream.seen[-1]
@@ -120,7 +128,7 @@ def test_api_calls_go_to_the_endpoint_as_they_came_and_come_back_with_their_etag
         sent["headers"]["Idempotency-Key"] == "k1" and sent["headers"]["Content-Type"] == "application/json"
     )
     assert "Cookie" not in sent["headers"] and "Authorization" not in sent["headers"]  # http://: unsigned
-    assert httpx2.delete(ui.url + "/v1/tenants/acme/users/alice/memory").status_code == 204
+    assert page.delete("/v1/tenants/acme/users/alice/memory").status_code == 204
     assert upstream.seen[-1]["method"] == "DELETE"
 
 
@@ -129,7 +137,9 @@ def test_calls_to_a_deployment_are_signed_with_the_environments_credentials(
 ) -> None:
     server = UiServer(upstream.url, sign=True, region="eu-west-1").start()
     try:
-        assert httpx2.get(server.url + "/v1/tenants/acme/users").status_code == 200
+        with httpx2.Client(base_url=server.url) as browser:
+            browser.get(server.page_url())
+            assert browser.get("/v1/tenants/acme/users").status_code == 200
     finally:
         server.stop()
     authorization = upstream.seen[-1]["headers"]["Authorization"]
@@ -148,17 +158,66 @@ def test_calls_to_a_deployment_are_signed_with_the_environments_credentials(
     ids=["another host", "another origin", "cross-site fetch"],
 )
 def test_only_the_page_itself_may_use_the_proxy(
-    ui: UiServer, upstream: Upstream, headers: dict[str, str]
+    page: httpx2.Client, upstream: Upstream, headers: dict[str, str]
 ) -> None:
-    answer = httpx2.get(ui.url + "/v1/tenants/acme/users", headers=headers)
+    answer = page.get("/v1/tenants/acme/users", headers=headers)
     assert answer.status_code == 403
+    assert upstream.seen == []
+
+
+def test_a_program_without_the_printed_key_cannot_borrow_the_credentials(
+    ui: UiServer, upstream: Upstream
+) -> None:
+    assert httpx2.delete(ui.url + "/v1/tenants/acme/users/alice/memory").status_code == 403
+    with httpx2.Client(base_url=ui.url) as browser:
+        browser.get("/ui/?key=guessed")  # the page loads, without the cookie
+        assert browser.get("/v1/tenants/acme/users").status_code == 403
+        browser.cookies.set("hippocampus_ui", "guessed")
+        assert browser.get("/v1/tenants/acme/users").status_code == 403
+    assert upstream.seen == []
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/v1/../../other",
+        "/v1/tenants/%2e%2e/%2E%2E/x",
+        "/v1/./health",
+        "http://evil.example/v1/health",
+        "a.b://evil/v1/x",
+        "//evil.example/v1/health",
+        "/v2/health",
+    ],
+)
+def test_only_paths_under_v1_reach_the_endpoint(
+    page: httpx2.Client, ui: UiServer, upstream: Upstream, target: str
+) -> None:
+    with socket.create_connection(("127.0.0.1", int(ui.url.rsplit(":", 1)[1]))) as raw:
+        cookie = f"hippocampus_ui={ui.key}"
+        raw.sendall(f"GET {target} HTTP/1.1\r\nHost: {ui.url[7:]}\r\nCookie: {cookie}\r\n\r\n".encode())
+        status_line = raw.makefile("rb").readline().decode()
+    assert status_line.split()[1] == "404", status_line
+    assert upstream.seen == []
+
+
+def test_a_body_the_proxy_cannot_size_is_refused_before_the_endpoint(
+    ui: UiServer, upstream: Upstream
+) -> None:
+    for header in ("Content-Length: abc", "Content-Length: -1", "Transfer-Encoding: chunked"):
+        with socket.create_connection(("127.0.0.1", int(ui.url.rsplit(":", 1)[1]))) as raw:
+            head = f"POST /v1/health HTTP/1.1\r\nHost: {ui.url[7:]}\r\nCookie: hippocampus_ui={ui.key}\r\n"
+            raw.sendall(f"{head}{header}\r\n\r\n".encode())
+            status = raw.makefile("rb").readline().decode().split()[1]
+        assert status in ("400", "411"), (header, status)
     assert upstream.seen == []
 
 
 def test_an_endpoint_that_does_not_answer_is_a_502_naming_it() -> None:
     server = UiServer("http://127.0.0.1:9/").start()  # the discard port: nothing listens
     try:
-        answer = httpx2.get(server.url + "/v1/health")
+        with httpx2.Client(base_url=server.url) as browser:
+            browser.get(server.page_url())
+            answer = browser.get("/v1/health")
     finally:
         server.stop()
     assert answer.status_code == 502 and "http://127.0.0.1:9" in answer.text
@@ -178,11 +237,12 @@ def test_the_command_prints_the_page_for_the_tenant_and_stops_on_ctrl_c(upstream
         assert process.stdout is not None
         line = process.stdout.readline()
         assert line.startswith("Memory browser on http://127.0.0.1:") and line.strip().endswith(
-            "/ui/?tenant=acme&user=alice"
+            "&tenant=acme&user=alice"
         ), line
         page = line.split(" on ", 1)[1].strip()
-        assert httpx2.get(page).status_code == 200
-        assert httpx2.get(page.split("/ui/")[0] + "/v1/tenants/acme/users").json()["version"] == 3
+        with httpx2.Client() as browser:
+            assert browser.get(page).status_code == 200
+            assert browser.get(page.split("/ui/")[0] + "/v1/tenants/acme/users").json()["version"] == 3
     finally:
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        assert process.wait(timeout=60) == 0

@@ -39,7 +39,6 @@ def test_acknowledged_findings_are_the_reviewed_ones(synth: Synth) -> None:
         "AwsSolutions-L1": 4,  # python3.13, the runtime we compile bytecode for
         "AwsSolutions-IAM5[Resource::*]": 4,  # X-Ray, one per traced function
         "AwsSolutions-IAM5[Resource::<ref>/history/*]": 3,
-        "AwsSolutions-IAM5[Resource::<ref>/index/*]": 1,  # get_memory: the users index
         "AwsSolutions-IAM5[Resource::<ref>/raw/*]": 3,
         "AwsSolutions-IAM4[Policy::arn:<ref>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]": 1,
         "AwsSolutions-APIG2": 1,  # parameters validated by API Gateway, bodies by the Lambda (422)

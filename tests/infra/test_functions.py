@@ -186,8 +186,12 @@ def test_get_memory_reads_memories_history_and_for_the_export_raw_payloads(defau
     assert grants["s3:GetObject"] == {f"{bucket}/history/*", f"{bucket}/raw/*"}
     assert grants["s3:ListBucket"] == {bucket + prefixes("history/", "raw/")}
     assert {"dynamodb:GetItem", "dynamodb:Query"} <= grants.keys()
-    # The table and its users index: get_memory is the only function that may query the index.
-    assert {resource.rsplit("}", 1)[-1] for resource in grants["dynamodb:Query"]} == {"", "/index/*"}
+    # The table, and a Query of its users index alone: the only function that may read the index.
+    index = f"/index/{schema.USERS_INDEX_NAME}"
+    assert {resource.rsplit("}", 1)[-1] for resource in grants["dynamodb:Query"]} == {"", index}
+    assert not [
+        r for action, rs in grants.items() if action != "dynamodb:Query" for r in rs if "/index/" in r
+    ]
     for other in ("ingest", "condenser", "recall"):
         queried = granted(default_synth, default_synth.role_id(other))["dynamodb:Query"]
         assert not [resource for resource in queried if "/index/" in resource]

@@ -23,7 +23,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -222,12 +221,24 @@ class FakeJobStore:
         return sorted(mine, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def list_jobs(
-        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
-    ) -> tuple[list[Job], bool]:
-        jobs = self.list_user_jobs(tenant_id, user_id)
-        if before is not None:
-            jobs = [job for job in jobs if (job.created_at, job.job_id) < before]
-        return jobs[:limit], len(jobs) > limit
+        self, tenant_id: str, user_id: str, limit: int, before: str | None
+    ) -> tuple[list[Job], str | None]:
+        # A delete takes the references of every job of the life before it off the list (a job it
+        # caught is still answered by id, `skipped`).
+        generation = self.generation_of(tenant_id, user_id)
+        jobs = [
+            job
+            for job in self.list_user_jobs(tenant_id, user_id)
+            if self.generations[job.job_id] >= generation
+        ]
+        if before is not None:  # the position: the created_at and id of the last job given
+            jobs = [job for job in jobs if f"{job.created_at.isoformat()} {job.job_id}" < before]
+        position = (
+            f"{jobs[limit - 1].created_at.isoformat()} {jobs[limit - 1].job_id}"
+            if len(jobs) > limit
+            else None
+        )
+        return jobs[:limit], position
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         with self.lock:
@@ -423,6 +434,7 @@ class FakeMemoryStore:
             self._store_episodes(tenant_id, user_id, generation, episodes)
             self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=memory_version)
             user.state = replace(user.state, episode_count=user.state.episode_count + len(episodes))
+            user.listed = True
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
         stored = self.episode_items.get((tenant_id, user_id), {})

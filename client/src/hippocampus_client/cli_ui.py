@@ -9,6 +9,10 @@ signed with SigV4 for an `https://` endpoint; `--stack` reads the endpoint from 
 output. Runs until interrupted.
 """
 
+import signal
+import threading
+import webbrowser
+
 import click
 
 from .cli_options import ID
@@ -54,8 +58,14 @@ def ui(state: CliState, port: int, user: str | None, open_page: bool) -> None:
         + (" (signed with SigV4)" if endpoint.startswith("https://") else "")
     )
     note("Press Ctrl-C to stop.")
+    server.start()
+    if open_page:
+        webbrowser.open(page)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        server.serve_forever(open_page=page if open_page else None)
+        while not stopped.wait(0.5):  # Ctrl-C interrupts the wait, not a socket call
+            pass
     except KeyboardInterrupt:
         pass
     finally:

@@ -6,18 +6,24 @@ endpoint as it came (method, path, query, body and the API's own headers), signe
 environment's AWS credentials when the endpoint is `https://` (or `sign=True`). Nothing is deployed
 for it: the browser talks to 127.0.0.1 only, and the credentials never reach the browser.
 
-Only the page itself may use the proxy: a request must name this server in its `Host` (a DNS
-rebinding attack names another) and, when the browser says where it comes from (`Origin`,
-`Sec-Fetch-Site`), come from this origin; anything else is 403. The API refuses bodies that are not
-JSON, so a cross-site form cannot reach it either.
+Only the page itself may use the proxy. The URL printed (and opened) carries a key made for this
+run; the page's first load exchanges it for an HttpOnly, SameSite=Strict cookie, and every call to
+`/v1/` must carry that cookie, so another local program (or user of the machine) cannot borrow the
+credentials. A request must also name this server in its `Host` (a DNS rebinding attack names
+another) and, when the browser says where it comes from (`Origin`, `Sec-Fetch-Site`), come from this
+origin; anything else is 403. Only a path under `/v1/` with no `.` or `..` segment is sent on, to the
+endpoint's own origin and stage.
 """
 
+import hmac
+import re
+import secrets
 import threading
-import webbrowser
 from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 
@@ -31,6 +37,10 @@ MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit
 _FORWARDED_REQUEST = ("Content-Type", "Accept", "If-None-Match", "If-Match", "Idempotency-Key")
 _FORWARDED_RESPONSE = ("Content-Type", "ETag", "Retry-After")
 UPSTREAM_TIMEOUT_S = 30.0
+COOKIE = "hippocampus_ui"
+# An origin-form target under /v1/: one leading slash, no scheme or host, no dot segment (even encoded).
+_API_TARGET = re.compile(r"/v1/[^?#]*(\?[^#]*)?")
+_DOT_SEGMENT = re.compile(r"(^|/)(\.|%2e){1,2}(/|$)", re.IGNORECASE)
 
 
 class UiServer:
@@ -54,7 +64,9 @@ class UiServer:
             session = session if session is not None else new_session()
             auth = SigV4Auth(region_of(endpoint, region, session), session)
         upstream = httpx2.Client(auth=auth, timeout=UPSTREAM_TIMEOUT_S, follow_redirects=False)
-        handler = type("_BoundProxy", (_Proxy,), {"upstream": upstream, "endpoint": self.endpoint})
+        self.key = secrets.token_urlsafe(24)
+        bound = {"upstream": upstream, "endpoint": self.endpoint, "key": self.key}
+        handler = type("_BoundProxy", (_Proxy,), bound)
         self._server = ThreadingHTTPServer((LOOPBACK, port), handler)
         self._server.daemon_threads = True
         self._upstream = upstream
@@ -65,22 +77,21 @@ class UiServer:
         return f"http://{LOOPBACK}:{self._server.server_address[1]}"
 
     def page_url(self, tenant: str | None = None, user: str | None = None) -> str:
-        query = "&".join(f"{name}={value}" for name, value in (("tenant", tenant), ("user", user)) if value)
-        return f"{self.url}/ui/" + (f"?{query}" if query else "")
+        """The page's URL with this run's key (and the tenant and user to open)."""
+        given = (("key", self.key), ("tenant", tenant), ("user", user))
+        return f"{self.url}/ui/?" + "&".join(f"{name}={value}" for name, value in given if value)
 
     def start(self) -> "UiServer":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="hippocampus-ui", daemon=True)
+        serve = lambda: self._server.serve_forever(poll_interval=0.1)  # noqa: E731 - a stop takes ≤ 0.1 s
+        self._thread = threading.Thread(target=serve, name="hippocampus-ui", daemon=True)
         self._thread.start()
         return self
-
-    def serve_forever(self, open_page: str | None = None) -> None:
-        if open_page:
-            webbrowser.open(open_page)
-        self._server.serve_forever()
 
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         self._upstream.close()
 
 
@@ -90,6 +101,7 @@ class _Proxy(BaseHTTPRequestHandler):
     sys_version = ""
     upstream: httpx2.Client  # set on the subclass UiServer builds
     endpoint: str
+    key: str
 
     def do_GET(self) -> None:
         self._serve()
@@ -107,18 +119,34 @@ class _Proxy(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        path = urlsplit(self.path).path
+        split = urlsplit(self.path)
         if not self._from_the_page():
             self._answer(HTTPStatus.FORBIDDEN, b"Only the memory browser's own page may call this server.\n")
-        elif path == "/":
+        elif self.path == "/":
             self._answer(HTTPStatus.MOVED_PERMANENTLY, b"", (("Location", ui_files.UI_PREFIX),))
-        elif ui_files.serves(path):
-            page = ui_files.answer(self.command, path)
-            self._answer(page.status, page.body, page.headers)
-        elif path.startswith("/v1/"):
-            self._forward()
-        else:
+        elif self.path.startswith("/") and ui_files.serves(split.path):
+            page = ui_files.answer(self.command, split.path)
+            self._answer(page.status, page.body, page.headers + self._cookie_for(split.query))
+        elif not _API_TARGET.fullmatch(self.path) or _DOT_SEGMENT.search(split.path):
             self._answer(HTTPStatus.NOT_FOUND, b"Not the memory browser nor its API.\n")
+        elif not self._has_key():
+            self._answer(HTTPStatus.FORBIDDEN, b"Open the page from the URL `hippocampus ui` printed.\n")
+        else:
+            self._forward()
+
+    def _cookie_for(self, query: str) -> tuple[tuple[str, str], ...]:
+        """The page loaded with this run's key gets it as a cookie only the browser holds."""
+        given = parse_qs(query).get("key", [""])[0]
+        if not hmac.compare_digest(given, self.key):
+            return ()
+        return (("Set-Cookie", f"{COOKIE}={self.key}; HttpOnly; SameSite=Strict; Path=/"),)
+
+    def _has_key(self) -> bool:
+        try:
+            morsel = SimpleCookie(self.headers.get("Cookie") or "").get(COOKIE)
+        except CookieError:
+            return False
+        return morsel is not None and hmac.compare_digest(morsel.value, self.key)
 
     def _from_the_page(self) -> bool:
         port = self.server.server_port  # type: ignore[attr-defined]  # an HTTPServer's
@@ -131,12 +159,19 @@ class _Proxy(BaseHTTPRequestHandler):
         return self.headers.get("Sec-Fetch-Site") in (None, "same-origin", "none")
 
     def _forward(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             self.close_connection = True
-            self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, b"The body is over API Gateway's 10 MB.\n")
+            self._answer(HTTPStatus.LENGTH_REQUIRED, b"Send the body with a Content-Length.\n")
             return
-        body = self.rfile.read(length) if length else b""
+        length_header = self.headers.get("Content-Length") or "0"
+        if not length_header.isdigit() or int(length_header) > MAX_BODY_BYTES:
+            self.close_connection = True
+            status = (
+                HTTPStatus.BAD_REQUEST if not length_header.isdigit() else HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+            )
+            self._answer(status, b"Content-Length must be a number of bytes up to API Gateway's 10 MB.\n")
+            return
+        body = self.rfile.read(int(length_header))
         headers = {
             name: value for name in _FORWARDED_REQUEST if (value := self.headers.get(name)) is not None
         }
@@ -144,7 +179,7 @@ class _Proxy(BaseHTTPRequestHandler):
             response = self.upstream.request(
                 self.command, self.endpoint + self.path, content=body, headers=headers
             )
-        except httpx2.HTTPError as error:
+        except httpx2.HTTPError as error:  # InvalidURL among them
             message = f"The endpoint {self.endpoint} did not answer ({type(error).__name__}).\n"
             self._answer(HTTPStatus.BAD_GATEWAY, message.encode())
             return

@@ -11,7 +11,8 @@ const DAY_MS = 86400000;
 const FINAL_JOB = new Set(["completed", "failed", "skipped"]);
 
 const $ = (id) => document.getElementById(id);
-const state = { tenant: "", user: "", cursors: {}, records: new Map(), versions: [] };
+// `view` counts the users opened: an answer for a user no longer shown is dropped, not drawn.
+const state = { tenant: "", user: "", view: 0, cursors: {}, records: new Map(), versions: [], forgotten: new Set() };
 
 // --- the API
 
@@ -44,8 +45,15 @@ async function api(method, path, body) {
       continue;
     }
     const text = await response.text();
-    const parsed = text ? JSON.parse(text) : {};
+    const isJson = (response.headers.get("Content-Type") || "").includes("json");
+    let parsed = {};
+    try {
+      parsed = text && isJson ? JSON.parse(text) : {};
+    } catch (error) {
+      throw new ApiError(response.status, "malformed_response", `The answer was not JSON (${response.status}).`);
+    }
     if (!response.ok) {
+      if (!isJson) throw new ApiError(response.status, "error", text.trim() || response.statusText);
       const error = parsed.error || {};
       const details = (error.details || []).map((d) => `${d.field}: ${d.message}`).join("; ");
       const message = `${error.message || response.statusText}${details ? ` (${details})` : ""}`;
@@ -81,6 +89,7 @@ function el(tag, options = {}, ...children) {
 
 function say(message, isError = false) {
   const status = $("status");
+  status.setAttribute("role", isError ? "alert" : "status"); // an error is announced at once
   status.textContent = message;
   status.classList.toggle("error", isError);
 }
@@ -128,6 +137,7 @@ async function loadUsers(cursor) {
   try {
     const page = await api("GET", withQuery(`${tenantPath()}/users`, { limit: PAGE, cursor }));
     for (const { user_id: userId } of page.items) {
+      if (state.forgotten.has(userId)) continue; // the list is eventually consistent: not yet gone
       const button = el("button", { type: "button", text: userId, onclick: () => openUser(userId) });
       button.dataset.user = userId;
       $("users").append(el("li", {}, button));
@@ -150,6 +160,7 @@ async function openUser(userId) {
     return;
   }
   state.user = userId;
+  state.view += 1;
   for (const button of $("users").querySelectorAll("button")) {
     button.setAttribute("aria-current", String(button.dataset.user === userId));
   }
@@ -160,13 +171,19 @@ async function openUser(userId) {
 }
 
 async function reloadUser() {
+  const view = state.view;
   say(`Loading ${state.user}…`);
   const loaded = await Promise.allSettled([loadSummary(), loadRecords(), loadFacts(null), loadJobs(null)]);
-  await loadEpisodes(null); // links each episode to the records it taught, so after the records
+  // Each episode links to the records it taught: the records first.
+  loaded.push(...(await Promise.allSettled([loadEpisodes(null)])));
+  if (view !== state.view) return;
   const failed = loaded.find((result) => result.status === "rejected");
   if (failed) fail(failed.reason);
   else say(`Showing ${state.user} of tenant ${state.tenant}.`);
 }
+
+// Drawing an answer only while its user is still the one shown.
+const current = (view) => view === state.view;
 
 function remember() {
   const query = new URLSearchParams();
@@ -178,12 +195,14 @@ function remember() {
 // --- summary and versions
 
 async function loadSummary() {
+  const view = state.view;
   const memory = await api("GET", memoryPath());
+  const history = await api("GET", withQuery(`${memoryPath()}/history`, { limit: 100 }));
+  if (!current(view)) return;
   $("summary").textContent = memory.memory ?? "(no summary yet)";
   $("summary-meta").textContent = memory.version
     ? `Version ${memory.version} · ${memory.word_count} words · updated ${instant(memory.updated_at)}`
     : "Nothing condensed yet.";
-  const history = await api("GET", withQuery(`${memoryPath()}/history`, { limit: 100 }));
   state.versions = history.versions;
   $("versions").replaceChildren(
     ...history.versions.map((v) =>
@@ -208,28 +227,40 @@ function showDiff() {
       common[i][j] = before[i] === after[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
     }
   }
-  const parts = [];
+  const runs = []; // [kind, text]: kept, added or removed, adjacent words of a kind together
+  const add = (kind, word) => {
+    const last = runs[runs.length - 1];
+    if (last && last[0] === kind) last[1] += word;
+    else runs.push([kind, word]);
+  };
   let i = 0;
   let j = 0;
   while (i < before.length || j < after.length) {
     if (i < before.length && j < after.length && before[i] === after[j]) {
-      parts.push(document.createTextNode(before[i]));
+      add("kept", before[i]);
       i += 1;
       j += 1;
     } else if (j < after.length && (i === before.length || common[i][j + 1] >= common[i + 1][j])) {
-      parts.push(el("ins", { text: after[j] }));
+      add("ins", after[j]);
       j += 1;
     } else {
-      parts.push(el("del", { text: before[i] }));
+      add("del", before[i]);
       i += 1;
     }
   }
-  $("diff").replaceChildren(...parts);
+  const hidden = (text) => el("span", { className: "visually-hidden", text });
+  $("diff").replaceChildren(
+    ...runs.map(([kind, text]) => {
+      if (kind === "kept") return document.createTextNode(text);
+      return el(kind, {}, hidden(kind === "ins" ? "[added: " : "[removed: "), document.createTextNode(text), hidden("]"));
+    }),
+  );
 }
 
 // --- records over time
 
 async function loadRecords() {
+  const view = state.view;
   const all = [];
   let cursor = null;
   for (let page = 0; page < RECORD_PAGES; page += 1) {
@@ -238,23 +269,26 @@ async function loadRecords() {
     cursor = answer.next_cursor;
     if (!cursor) break;
   }
+  if (!current(view)) return;
   state.records = new Map(all.map((record) => [record.id, record]));
-  renderTimeline(all);
+  renderTimeline(all, Boolean(cursor));
   const slider = $("as-of");
   const now = Date.now();
   const earliest = Math.min(now, ...all.map((record) => Date.parse(record.valid_from)));
   slider.min = String(earliest);
   slider.max = String(earliest + Math.ceil((now - earliest) / DAY_MS) * DAY_MS);
   slider.value = slider.max;
+  slider.setAttribute("aria-valuetext", "now");
   await showRecordsAsOf(null);
 }
 
-function renderTimeline(records) {
+function renderTimeline(records, truncated) {
   const now = Date.now();
   const start = Math.min(now, ...records.map((record) => Date.parse(record.valid_from)));
   const width = Math.max(now - start, 1);
   const ordered = [...records].sort((a, b) => Date.parse(a.valid_from) - Date.parse(b.valid_from));
   $("timeline-range").textContent = records.length ? `${day(new Date(start).toISOString())} → now` : "No records yet.";
+  if (truncated) $("timeline-range").textContent += ` (the ${records.length} newest only)`;
   $("timeline").replaceChildren(
     ...ordered.map((record) => {
       const from = Date.parse(record.valid_from);
@@ -271,6 +305,7 @@ function renderTimeline(records) {
 }
 
 function recordItem(record, where) {
+  const path = memoryPath(); // the user it was drawn for, whoever is shown when it is clicked
   const item = el("li", { id: `${where}-record-${record.id}` });
   item.dataset.record = record.id;
   const validity = `true from ${day(record.valid_from)} to ${day(record.valid_to)}`;
@@ -278,7 +313,7 @@ function recordItem(record, where) {
     "div",
     { className: "row" },
     el("span", {}, el("span", { className: "tag", text: record.category }), el("span", { className: "text record-text", text: record.text })),
-    el("button", { type: "button", className: "danger", "aria-label": `Delete record ${record.id}`, text: "Delete…", onclick: () => deleteRecord(record) }),
+    el("button", { type: "button", className: "danger", "aria-label": `Delete record ${record.id}`, text: "Delete…", onclick: () => deleteRecord(record, path) }),
   );
   const meta = el("div", { className: "meta" }, document.createTextNode(`${validity} · recorded ${instant(record.recorded_at)}`));
   if (record.superseded_by) {
@@ -326,22 +361,35 @@ function onSlide() {
   const slider = $("as-of");
   const at = Math.min(Number(slider.value), Date.now());
   $("as-of-date").textContent = at >= Date.now() - 1000 ? "now" : day(new Date(at).toISOString());
+  slider.setAttribute("aria-valuetext", $("as-of-date").textContent);
   clearTimeout(asOfTimer);
   asOfTimer = setTimeout(() => showRecordsAsOf(at >= Date.now() - 1000 ? null : new Date(at).toISOString()).catch(fail), 150);
 }
 
+let asOfAsked = 0; // the slider's answers may come back out of order: the last asked is drawn
 async function showRecordsAsOf(asOf) {
-  const answer = await api("GET", withQuery(`${memoryPath()}/records`, { limit: 100, as_of: asOf }));
-  $("records-heading").textContent = asOf ? `Records true on ${day(asOf)}` : "Records true now";
+  const asked = (asOfAsked += 1);
+  const view = state.view;
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < RECORD_PAGES; page += 1) {
+    const answer = await api("GET", withQuery(`${memoryPath()}/records`, { limit: 100, as_of: asOf, cursor }));
+    items.push(...answer.items);
+    cursor = answer.next_cursor;
+    if (!cursor) break;
+  }
+  if (asked !== asOfAsked || !current(view)) return;
+  const when = asOf ? `on ${day(asOf)}` : "now";
+  $("records-heading").textContent = `Records true ${when}` + (cursor ? ` (the ${items.length} newest)` : "");
   $("as-of-date").textContent = asOf ? day(asOf) : "now";
-  $("records").replaceChildren(...answer.items.map((record) => recordItem(record, "current")));
-  if (!answer.items.length) $("records").append(el("li", { className: "muted", text: "No record was true then." }));
+  $("records").replaceChildren(...items.map((record) => recordItem(record, "current")));
+  if (!items.length) $("records").append(el("li", { className: "muted", text: "No record was true then." }));
 }
 
-async function deleteRecord(record) {
+async function deleteRecord(record, path) {
   if (!(await confirmAction(`Delete the record "${record.text}"? The summary and the episode it came from stay.`, "Delete record"))) return;
   try {
-    const answer = await api("DELETE", `${memoryPath()}/records/${segment(record.id)}`);
+    const answer = await api("DELETE", `${path}/records/${segment(record.id)}`);
     say(`Deleted record ${record.id}.${receiptText(answer)}`);
     await loadRecords();
   } catch (error) {
@@ -352,7 +400,9 @@ async function deleteRecord(record) {
 // --- facts, episodes, jobs
 
 async function loadFacts(cursor) {
+  const view = state.view;
   const page = await api("GET", withQuery(`${memoryPath()}/facts`, { limit: PAGE, cursor }));
+  if (!current(view)) return;
   const items = page.facts.map((fact) =>
     el(
       "li",
@@ -373,13 +423,10 @@ function taughtBy(episodeId) {
 }
 
 async function loadEpisodes(cursor) {
-  let page;
-  try {
-    page = await api("GET", withQuery(`${memoryPath()}/episodes`, { limit: PAGE, cursor }));
-  } catch (error) {
-    fail(error);
-    return;
-  }
+  const view = state.view;
+  const path = memoryPath();
+  const page = await api("GET", withQuery(`${path}/episodes`, { limit: PAGE, cursor }));
+  if (!current(view)) return;
   const items = page.episodes.map((episode) => {
     const item = el("li", { id: `episode-${episode.id}` });
     item.dataset.episode = episode.id;
@@ -388,7 +435,7 @@ async function loadEpisodes(cursor) {
         "div",
         { className: "row" },
         el("span", {}, el("span", { className: "tag", text: day(episode.occurred_at) }), el("span", { className: "tag", text: episode.id })),
-        el("button", { type: "button", className: "danger", "aria-label": `Forget episode ${episode.id}`, text: "Forget…", onclick: () => forgetEpisode(episode) }),
+        el("button", { type: "button", className: "danger", "aria-label": `Forget episode ${episode.id}`, text: "Forget…", onclick: () => forgetEpisode(episode, path) }),
       ),
       el("div", { className: "text episode-text", text: episode.text }),
     );
@@ -416,15 +463,16 @@ async function waitForJob(job) {
   return job;
 }
 
-async function forgetEpisode(episode) {
+async function forgetEpisode(episode, path) {
   const taught = taughtBy(episode.id).length;
   const message = `Forget episode ${episode.id} (${day(episode.occurred_at)})? Its turn is erased with the ${taught} record(s) only it taught, and the summary is rebuilt.`;
   if (!(await confirmAction(message, "Forget episode"))) return;
   try {
-    const answer = await api("DELETE", `${memoryPath()}/episodes/${segment(episode.id)}`);
+    const answer = await api("DELETE", `${path}/episodes/${segment(episode.id)}`);
     const job = answer.jobs[0];
     say(`Forgetting episode ${episode.id}: job ${job.job_id} ${job.status}…${receiptText(answer)}`);
     const done = await waitForJob(job);
+    if (path !== memoryPath()) return; // another user is shown now
     await reloadUser();
     say(`Episode ${episode.id} forgotten: job ${done.job_id} ${done.status}.${receiptText(answer)}`, done.status !== "completed");
   } catch (error) {
@@ -433,7 +481,9 @@ async function forgetEpisode(episode) {
 }
 
 async function loadJobs(cursor) {
+  const view = state.view;
   const page = await api("GET", withQuery(`${memoryPath()}/jobs`, { limit: PAGE, cursor }));
+  if (!current(view)) return;
   const rows = page.items.map((job) =>
     el(
       "tr",
@@ -457,12 +507,15 @@ async function forgetUser() {
   if (!(await confirmAction(`Forget user ${user} entirely? Everything stored about them is erased; this cannot be undone.`, "Forget user"))) return;
   try {
     const answer = await api("DELETE", memoryPath());
+    state.forgotten.add(user);
     state.user = "";
+    state.view += 1;
     $("user-view").hidden = true;
     remember();
     $("users").replaceChildren();
     await loadUsers(null);
     say(`Forgot user ${user}.${receiptText(answer)}`);
+    $("status").focus(); // the button that had the focus is gone
   } catch (error) {
     fail(error);
   }
@@ -485,7 +538,8 @@ async function runQuery(event) {
             {},
             el("span", { className: "tag", text: result.type }),
             el("span", { className: "tag score", text: `score ${result.score.toFixed(3)}` }),
-            el("span", { className: "tag", text: result.occurred_at ? day(result.occurred_at) : result.id }),
+            el("span", { className: "tag", text: result.id }),
+            result.occurred_at ? el("span", { className: "tag", text: day(result.occurred_at) }) : null,
           ),
           el("div", { className: "text result-text", text: result.text }),
         ),
@@ -545,7 +599,7 @@ function start() {
   $("build-context").addEventListener("click", buildContext);
   $("more-users").addEventListener("click", () => loadUsers(state.cursors.users));
   $("more-facts").addEventListener("click", () => loadFacts(state.cursors.facts).catch(fail));
-  $("more-episodes").addEventListener("click", () => loadEpisodes(state.cursors.episodes));
+  $("more-episodes").addEventListener("click", () => loadEpisodes(state.cursors.episodes).catch(fail));
   $("more-jobs").addEventListener("click", () => loadJobs(state.cursors.jobs).catch(fail));
   $("forget-user").addEventListener("click", forgetUser);
   $("as-of").addEventListener("input", onSlide);

@@ -20,6 +20,7 @@ from hippocampus.adapters.dynamodb_table import (
     generation_check,
     iso,
     key,
+    listing,
     user_pk,
     values,
 )
@@ -98,14 +99,15 @@ class DynamoEpisodeStore:
         """The transaction items that write `episodes` only while the user is at `generation` (a
         delete since then wins) and add them to the memory's episode count."""
         check = generation_check(self._table.name, tenant_id, user_id, generation)["ConditionCheck"]
+        listed, listed_values = listing(tenant_id, user_id)  # a user with episodes only is a user too
         count = {
             "Update": {
                 **check,
                 # The generation too, when this creates the memory item (a first turn with nothing to
                 # keep): every later check of the generation reads it, as after any other first write.
-                "UpdateExpression": f"SET #g = if_not_exists(#g, :gen) ADD {EPISODE_COUNT} :episodes",
+                "UpdateExpression": f"SET #g = if_not_exists(#g, :gen), {listed} ADD {EPISODE_COUNT} :episodes",
                 "ExpressionAttributeValues": check["ExpressionAttributeValues"]
-                | values({":episodes": len(episodes)}),
+                | values({":episodes": len(episodes), **listed_values}),
             }
         }
         puts = [

@@ -8,6 +8,7 @@ those writes are in adapters/dynamodb_job_creation.py.
 
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import batched
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -17,7 +18,6 @@ from hippocampus.adapters.dynamodb_index import (
     open_message,
     queue_order,
     ref_job_id,
-    ref_sk_at,
 )
 from hippocampus.adapters.dynamodb_items import decoded, decoded_all, generation_of, is_expired
 from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
@@ -36,6 +36,7 @@ from hippocampus.adapters.dynamodb_table import (
 from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.ports import NewJob, RawSource
 
 
@@ -155,26 +156,38 @@ class DynamoJobStore:
         return sorted(jobs.values(), key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def list_jobs(
-        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
-    ) -> tuple[list[Job], bool]:
-        # The references newest first, from just below the last one given (BETWEEN is inclusive:
-        # that one is skipped); one more than the page tells whether older ones remain.
-        below = ref_sk_at(*before) if before is not None else JOB_REF_PREFIX + "~"
+        self, tenant_id: str, user_id: str, limit: int, before: str | None
+    ) -> tuple[list[Job], str | None]:
+        # The references newest first, from just below the last one examined (BETWEEN is inclusive:
+        # that one is skipped). A reference or job past its retention is passed over, so a page is
+        # read on until it holds `limit` jobs or the references run out.
+        below = before if before is not None else JOB_REF_PREFIX + "~"
         request = {
             "TableName": self._table.name,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lowest AND :below",
             "ExpressionAttributeValues": values(
                 {":pk": index_pk(tenant_id, user_id), ":lowest": JOB_REF_PREFIX, ":below": below}
             ),
-            "ProjectionExpression": "sk",
+            "ProjectionExpression": f"sk, {TTL}",
             "ConsistentRead": True,
             "ScanIndexForward": False,
         }
-        refs = [ref[SK]["S"] for ref in self._table.query(request, limit + 2) if ref[SK]["S"] != below]
-        job_ids = [ref_job_id(sk) for sk in refs[: limit + 1]]
-        stored = self.get_jobs(tenant_id, job_ids)  # a job past its retention may outlive its reference
-        jobs = [stored[job_id] for job_id in job_ids if job_id in stored]
-        return jobs[:limit], len(refs) > limit
+        epoch = self._table.epoch()
+        jobs: list[Job] = []
+        last_examined: str | None = None
+        refs = (ref for ref in self._table.query(request) if ref[SK]["S"] != below)
+        for batch in batched(refs, limit + 1):
+            live = [ref[SK]["S"] for ref in batch if not is_expired(decoded(ref), epoch)]
+            stored = self.get_jobs(tenant_id, [ref_job_id(sk) for sk in live])
+            for ref in batch:
+                sk = ref[SK]["S"]
+                job = stored.get(ref_job_id(sk)) if sk in live else None
+                if job is not None:
+                    if len(jobs) == limit:
+                        return jobs, last_examined  # one more exists: the page ends before it
+                    jobs.append(job)
+                last_examined = sk
+        return jobs, None
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
         """Erase the job records of the generations before `generation` and every Idempotency-Key

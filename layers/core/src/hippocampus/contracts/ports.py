@@ -81,10 +81,11 @@ class JobStore(Protocol):
         ...
 
     def list_jobs(
-        self, tenant_id: str, user_id: str, limit: int, before: tuple[datetime, str] | None
-    ) -> tuple[list[Job], bool]:
-        """Up to `limit` of the user's jobs, newest first, created before `before` (the created_at
-        and job id of the last job of the page before); and whether older ones remain."""
+        self, tenant_id: str, user_id: str, limit: int, before: str | None
+    ) -> tuple[list[Job], str | None]:
+        """Up to `limit` of the user's jobs of its current life, newest first, after the position
+        `before` (what the page before returned); and the position to go on from, None if no older
+        job remains. A position is the store's own, opaque to the caller."""
         ...
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:

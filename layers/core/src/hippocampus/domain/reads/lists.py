@@ -32,15 +32,10 @@ class ListService:
         return UserList(items=[ListedUser(user_id=user_id) for user_id in user_ids], next_cursor=next_cursor)
 
     def list_jobs(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> JobList:
-        before = None
-        if cursor is not None:
-            created_at, job_id = decode_position(cursor, (str, str))
-            before = (_instant(created_at), job_id)
+        before = decode_position(cursor, (str,))[0] if cursor is not None else None
         with self._tracing.span("dynamodb.list_jobs", tenant_id=tenant_id):
-            jobs, more = self._jobs.list_jobs(tenant_id, user_id, limit, before)
-        next_cursor = None
-        if more and jobs:
-            next_cursor = encode_position([jobs[-1].created_at.isoformat(), jobs[-1].job_id])
+            jobs, position = self._jobs.list_jobs(tenant_id, user_id, limit, before)
+        next_cursor = encode_position([position]) if position is not None else None
         return JobList(items=jobs, next_cursor=next_cursor)
 
     def list_facts(self, tenant_id: str, user_id: str, limit: int, cursor: str | None) -> FactList:
