@@ -1,4 +1,5 @@
-"""List the users stored before the tenant's users index existed (docs/operations.md "Upgrading").
+"""List the users stored before the tenant's users index existed (docs/operations.md "Upgrading a
+deployment that holds users").
 
 `GET /v1/tenants/{tenant_id}/users` reads the sparse index `users-by-tenant`, whose keys a user's
 memory item gets from its next write of a summary, a fact or an episode. A user stored before the

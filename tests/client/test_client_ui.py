@@ -228,6 +228,8 @@ def test_the_command_prints_the_page_for_the_tenant_and_stops_on_ctrl_c(upstream
     command = [program, "--endpoint", upstream.url, "--tenant", "acme"]
     process = subprocess.Popen(
         [*command, "ui", "--port", "0", "--no-open", "--user", "alice"],
+        # As from a shell that ignores Ctrl-C for its background jobs (an xdist worker does too).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

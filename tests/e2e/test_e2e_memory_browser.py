@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from e2e_support import ROOT, Api
 
+from tests.support.waiting import wait_for
+
 pytestmark = pytest.mark.e2e
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's packages put them on PATH
@@ -115,6 +117,11 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     api.wait_completed(tenant, api.ingest(tenant, user, [first]))
     second = {"id": "t2", "text": HOSTILE_TURN, "occurred_at": "2024-03-01T10:00:00Z", "user_name": "Ana"}
     api.wait_completed(tenant, api.ingest(tenant, user, [second]))
+    history = api.memory_path(tenant, user) + "/history"  # archived just after the version is written
+    wait_for(
+        lambda: len(api.request("GET", history).json()["versions"]) == 2 or None,
+        what="both versions archived",
+    )
 
     driver = browser
     driver.get(f"{api.base_url}/ui/?tenant={tenant}")
@@ -139,14 +146,13 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     shot(driver, "records-as-of")
 
     driver.find_element("id", "tab-summary").click()  # two versions: what changed between them
+    wait_until(driver, lambda d: len(d.find_elements("css selector", "#versions li")) == 2, "both versions")
     driver.find_element("css selector", "#diff-form button[type=submit]").click()
     assert any("Paris." in text for text in texts(driver, "#diff del"))
     assert any("Berlin." in text for text in texts(driver, "#diff ins"))
     driver.find_element("id", "tab-jobs").click()
-    assert [row.split()[2:4] for row in texts(driver, "#jobs tr")] == [
-        ["t2", "completed"],
-        ["t1", "completed"],
-    ]
+    jobs = [["t2", "completed"], ["t1", "completed"]]
+    wait_until(driver, lambda d: [row.split()[2:4] for row in texts(d, "#jobs tr")] == jobs, "the jobs")
     shot(driver, "summary-and-jobs")
 
     driver.find_element("id", "tab-playground").click()
@@ -162,8 +168,8 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     shot(driver, "playground")
 
     driver.find_element("id", "tab-episodes").click()
-    episode_texts = texts(driver, "#episodes .episode-text")
-    assert any(HOSTILE_TURN in text for text in episode_texts), episode_texts  # as text, never as HTML
+    shown = lambda d: any(HOSTILE_TURN in text for text in texts(d, "#episodes .episode-text"))  # noqa: E731
+    wait_until(driver, shown, "the hostile turn, as text, never as HTML")
     shot(driver, "episodes")
     driver.find_element("css selector", '#episodes li[data-episode="t2"] button.danger').click()
     wait_until(driver, lambda d: d.find_element("id", "confirm").is_displayed(), "the confirmation")

@@ -62,12 +62,11 @@ def ui(state: CliState, port: int, user: str | None, open_page: bool) -> None:
     if open_page:
         webbrowser.open(page)
     stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    # Ctrl-C and a termination stop it, even where SIGINT came ignored (a parent that ignores it).
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, lambda *_: stopped.set())
     try:
-        while not stopped.wait(0.5):  # Ctrl-C interrupts the wait, not a socket call
-            pass
-    except KeyboardInterrupt:
-        pass
+        stopped.wait()
     finally:
         server.stop()
 
