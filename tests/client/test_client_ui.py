@@ -46,6 +46,8 @@ class Upstream:
                 self.send_response(200 if self.command != "DELETE" else 204)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("ETag", '"3"')
+                if self.command == "DELETE":
+                    self.send_header("Deletion-Receipt", "del_1")
                 self.send_header("Set-Cookie", "tracking=1")
                 self.send_header("Content-Length", str(len(body) if self.command != "DELETE" else 0))
                 self.end_headers()
@@ -128,7 +130,8 @@ def test_api_calls_go_to_the_endpoint_as_they_came_and_come_back_with_their_etag
         sent["headers"]["Idempotency-Key"] == "k1" and sent["headers"]["Content-Type"] == "application/json"
     )
     assert "Cookie" not in sent["headers"] and "Authorization" not in sent["headers"]  # http://: unsigned
-    assert page.delete("/v1/tenants/acme/users/alice/memory").status_code == 204
+    forgotten = page.delete("/v1/tenants/acme/users/alice/memory")
+    assert forgotten.status_code == 204 and forgotten.headers["deletion-receipt"] == "del_1"
     assert upstream.seen[-1]["method"] == "DELETE"
 
 

@@ -188,6 +188,17 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     assert driver.execute_script("return window.__pwned === undefined")
     assert not driver.find_elements("css selector", "main img, #users img, #status img")
 
+    driver.find_element("id", "forget-user").click()  # the user, and the receipt of what went
+    wait_until(driver, lambda d: d.find_element("id", "confirm").is_displayed(), "the confirmation")
+    driver.find_element("id", "confirm-ok").click()
+    wait_until(
+        driver, lambda d: "Deletion receipt: del_" in d.find_element("id", "status").text, "the receipt"
+    )
+    receipt_id = driver.find_element("id", "status").text.split("Deletion receipt: ")[1].rstrip(".")
+    receipt = api.request("GET", api.memory_path(tenant, user) + f"/deletions/{receipt_id}").json()
+    assert receipt["erased"]["dynamodb"]["episodes"] == 1 and receipt["erased"]["dynamodb"]["records"] == 1
+    assert not driver.find_elements("css selector", f'#users button[data-user="{user}"]')
+
 
 def test_a_hostile_user_id_is_shown_as_text_and_the_tabs_follow_the_arrow_keys(
     browser: Any, api: Api

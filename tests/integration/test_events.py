@@ -23,6 +23,7 @@ EXPECTED_STATUS = {
     "api_get_episodes.json": ("get_memory", 200),
     "api_get_records.json": ("get_memory", 200),
     "api_get_jobs.json": ("get_memory", 200),
+    "api_get_deletion.json": ("get_memory", 404),  # no such receipt of the sample user
     "api_get_users.json": ("get_memory", 200),
     "api_delete_record.json": ("ingest", 404),  # the sample user has no such record yet
     "api_delete_episode.json": ("ingest", 404),  # the sample turn is queued, not an episode yet
@@ -50,7 +51,7 @@ EXPECTED_DIRECT = {
         "ingest",
         lambda body: body["version"] == 1 and body["memory"].startswith("Alice runs a Shopify store"),
     ),
-    "invoke_delete_memory.json": ("ingest", lambda body: body == {}),
+    "invoke_delete_memory.json": ("ingest", lambda body: body["receipt_id"].startswith("del_")),
     "invoke_delete_fact.json": ("ingest", lambda body: body == {}),
     # The sample user's fact `pref_dark_mode` is searchable at once (lexically, before its vector).
     "invoke_query_memory.json": ("recall", lambda body: body["results"][0]["id"] == "pref_dark_mode"),
@@ -68,6 +69,7 @@ EXPECTED_DIRECT = {
     # The sample turn is still queued: nothing recorded yet.
     "invoke_list_records.json": ("get_memory", lambda body: body == {"items": [], "next_cursor": None}),
     "invoke_delete_record.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    "invoke_get_deletion.json": ("get_memory", lambda body: body["error"]["status"] == 404),
     "invoke_list_jobs.json": (
         "get_memory",
         lambda body: {job["item_id"] for job in body["items"]} == {"turn-42", "pref_dark_mode"},

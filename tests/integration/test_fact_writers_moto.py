@@ -14,6 +14,7 @@ import pytest
 
 from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.sqs import SqsJobQueue
@@ -55,7 +56,7 @@ def stack() -> Iterator[Stack]:
     queue = SqsJobQueue(resources.queue_url, lambda: clients["sqs"])
     tracing = NoTracing()
     ingest = IngestService(store, jobs, archive, lambda: queue, tracing)
-    edits = EditService(store, jobs, archive, tracing, max_words=50)
+    edits = EditService(store, jobs, archive, tracing, max_words=50, receipts=DynamoReceiptStore(table))
     try:
         yield Stack(dynamodb, resources.table_name, store, jobs, ingest, edits)
     finally:

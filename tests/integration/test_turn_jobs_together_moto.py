@@ -12,6 +12,7 @@ import pytest
 
 from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.sqs import SqsJobQueue
@@ -51,7 +52,7 @@ def stack(aws) -> Stack:
     queue = SqsJobQueue(aws.queue_url, lambda: boto3.client("sqs"))
     tracing = NoTracing()
     ingest = IngestService(store, jobs, archive, lambda: queue, tracing)
-    edits = EditService(store, jobs, archive, tracing, max_words=50)
+    edits = EditService(store, jobs, archive, tracing, max_words=50, receipts=DynamoReceiptStore(table))
     return Stack(dynamodb, jobs, store, ingest, edits, aws.queue_url, transactions)
 
 

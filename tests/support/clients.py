@@ -72,6 +72,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
     from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
     from hippocampus.adapters.dynamodb_records import DynamoRecordStore
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
@@ -119,7 +120,9 @@ def proxied_service(
     records_client = boto3.client("dynamodb")  # Powertools takes a plain client, not a proxy
     records = user_records(aws.table_name, lambda: records_client)
     ingest = IdempotentIngest(IngestService(memory, jobs, archive, lambda: queue, tracing), records, 3600)
-    edits = EditService(memory, jobs, archive, tracing, settings.max_words)
+    edits = EditService(
+        memory, jobs, archive, tracing, settings.max_words, receipts=DynamoReceiptStore(table)
+    )
     condenser = Condenser(
         model, settings.max_words, PromptTemplate.from_text(settings.condense_prompt), tracing=tracing
     )

@@ -74,6 +74,13 @@ from hippocampus.contracts.ports import (
 )
 from hippocampus.contracts.recall import Episode, IndexMessage
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
+from hippocampus.contracts.receipts import (
+    ArchiveErasure,
+    DeletionReceipt,
+    JobErasure,
+    MemoryErasure,
+    VectorsErased,
+)
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.condenser import Condenser
@@ -86,6 +93,7 @@ from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.forget_episode import EpisodeForgetter
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
 from hippocampus.domain.recall.indexing import Indexer
@@ -240,8 +248,9 @@ class FakeJobStore:
         )
         return jobs[:limit], position
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> JobErasure:
         with self.lock:
+            deleted = skipped = 0
             for job in self.list_user_jobs(tenant_id, user_id):
                 if self.generations[job.job_id] >= generation:
                     continue
@@ -253,9 +262,12 @@ class FakeJobStore:
                         "memory_version": None,
                     }
                     self.jobs[job.job_id] = job.model_copy(update=redacted)
+                    skipped += 1
                 else:
                     del self.jobs[job.job_id]
-            self.idempotency.pop((tenant_id, user_id), None)
+                    deleted += 1
+            records = len(self.idempotency.pop((tenant_id, user_id), None) or {})
+            return JobErasure(deleted, deleted + skipped, records, skipped)
 
     def status(self, job_id: str) -> str:
         return self.jobs[job_id].status
@@ -593,21 +605,39 @@ class FakeMemoryStore:
         limits = commit.limits
         return limits is None or (after.facts <= limits.facts and after.bytes <= limits.bytes)
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
+    def erase_user(self, tenant_id: str, user_id: str) -> MemoryErasure:
         with self._jobs.lock:
             user = self._user(tenant_id, user_id)
             generation = user.state.generation + 1
+            summary = int(user.state.memory is not None)
             user.state = MemoryState(generation=generation, version_floor=user.state.last_version)
             user.listed = False
+            gone_facts = [k for k, v in user.facts.items() if v[1] < generation]
             user.facts = {k: v for k, v in user.facts.items() if v[1] >= generation}
             user.sizes = {k: v for k, v in user.sizes.items() if k in user.facts}
             user.counts, user.revision, user.settling_until = None, 0, 0.0
             user.counted_reads = set()
             stored = self.episode_items.get((tenant_id, user_id), {})
+            gone_episodes = [k for k, v in stored.items() if v[1] < generation]
             self.episode_items[(tenant_id, user_id)] = {k: v for k, v in stored.items() if v[1] >= generation}
             held = self.record_items.get((tenant_id, user_id), {})
+            gone_records = [k for k, v in held.items() if v[1] < generation]
             self.record_items[(tenant_id, user_id)] = {k: v for k, v in held.items() if v[1] >= generation}
-            return generation
+            vectors = self.vectors.get((tenant_id, user_id), {})
+            erased = {
+                kind: [key for key in (f"{kind}:{name}" for name in names) if vectors.pop(key, None)]
+                for kind, names in (
+                    ("fact", gone_facts),
+                    ("episode", gone_episodes),
+                    ("record", gone_records),
+                )
+            }
+            counts = VectorsErased(
+                facts=len(erased["fact"]), episodes=len(erased["episode"]), records=len(erased["record"])
+            )
+            return MemoryErasure(
+                generation, summary, len(gone_facts), len(gone_episodes), len(gone_records), counts
+            )
 
 
 class FakeArchive:
@@ -672,8 +702,9 @@ class FakeArchive:
     def delete_history(self, tenant_id: str, user_id: str, generation: int, version: int) -> None:
         self.history.get((tenant_id, user_id, generation), {}).pop(version, None)
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> ArchiveErasure:
         prefix = f"raw/{tenant_id}/{user_id}/g"
+        raw_before, history_before = len(self.raw), self.history_count()
         self.raw = {
             key: payload
             for key, payload in self.raw.items()
@@ -684,9 +715,21 @@ class FakeArchive:
             for key, versions in self.history.items()
             if key[:2] != (tenant_id, user_id) or key[2] >= generation
         }
+        return ArchiveErasure(raw_before - len(self.raw), history_before - self.history_count())
 
     def history_count(self) -> int:
         return sum(len(versions) for versions in self.history.values())
+
+
+class FakeReceiptStore:
+    def __init__(self) -> None:
+        self.receipts: dict[tuple[str, str], DeletionReceipt] = {}
+
+    def put_receipt(self, receipt: DeletionReceipt) -> None:
+        self.receipts[(receipt.tenant_id, receipt.receipt_id)] = receipt
+
+    def get_receipt(self, tenant_id: str, receipt_id: str) -> DeletionReceipt | None:
+        return self.receipts.get((tenant_id, receipt_id))
 
 
 class FakeQueue:
@@ -852,6 +895,7 @@ class Ports:
     queue: FakeQueue = field(default_factory=FakeQueue)
     tracing: RecordingTracing = field(default_factory=RecordingTracing)
     dead_letters: FakeDeadLetters = field(default_factory=FakeDeadLetters)
+    receipts: FakeReceiptStore = field(default_factory=FakeReceiptStore)
     store: FakeMemoryStore = field(init=False)
     embedder: Embedder | None = field(default_factory=OfflineEmbedder)
 
@@ -894,6 +938,7 @@ class Ports:
                     read_routes.export_service: self.exports,
                     read_routes.list_service: self.lists,
                     read_routes.record_service: self.records,
+                    read_routes.receipt_service: lambda: ReceiptService(self.receipts, self.tracing),
                 },
             ),
             "ingest": api_function(
@@ -951,7 +996,9 @@ class Ports:
         return IdempotentIngest(self.ingest(), self.idempotency_records, ttl_s=3600)
 
     def edits(self, max_words: int = 50) -> EditService:
-        return EditService(self.store, self.jobs, self.archive, self.tracing, max_words)
+        return EditService(
+            self.store, self.jobs, self.archive, self.tracing, max_words, receipts=self.receipts
+        )
 
     def consolidation(
         self, model: LanguageModel, max_words: int = 50, **options: Any

@@ -41,6 +41,7 @@ OPERATIONS = {
     ("GET", routes.EPISODES_PATH): ("listEpisodes", 200),
     ("GET", routes.RECORDS_PATH): ("listRecords", 200),
     ("GET", routes.JOBS_PATH): ("listJobs", 200),
+    ("GET", routes.DELETION_PATH): ("getDeletion", 200),
     ("GET", routes.USERS_PATH): ("listUsers", 200),
     ("DELETE", routes.RECORD_PATH): ("deleteRecord", 204),
     ("DELETE", routes.EPISODE_PATH): ("forgetEpisode", 202),

@@ -35,7 +35,7 @@ LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit
 # Request headers the API reads; everything else (cookies, the browser's own) stays here.
 _FORWARDED_REQUEST = ("Content-Type", "Accept", "If-None-Match", "If-Match", "Idempotency-Key")
-_FORWARDED_RESPONSE = ("Content-Type", "ETag", "Retry-After")
+_FORWARDED_RESPONSE = ("Content-Type", "ETag", "Retry-After", "Deletion-Receipt")
 UPSTREAM_TIMEOUT_S = 30.0
 COOKIE = "hippocampus_ui"
 # An origin-form target under /v1/: one leading slash, no scheme or host, no dot segment (even encoded).

@@ -59,7 +59,9 @@ async function api(method, path, body) {
       const message = `${error.message || response.statusText}${details ? ` (${details})` : ""}`;
       throw new ApiError(response.status, error.code || "error", message);
     }
-    return parsed;
+    // A 204 says what it has to say in its headers: the deletion receipt of forgetting a user.
+    const receipt = response.headers.get("Deletion-Receipt");
+    return receipt && !text ? { receipt_id: receipt } : parsed;
   }
 }
 

@@ -14,6 +14,7 @@ from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
 from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
 from hippocampus.adapters.dynamodb_records import DynamoRecordStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
@@ -24,6 +25,7 @@ from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
 from hippocampus.settings import get_settings
@@ -84,6 +86,16 @@ def episode_store() -> DynamoEpisodeStore:
 @once
 def record_store() -> DynamoRecordStore:
     return DynamoRecordStore(_table())
+
+
+@once
+def receipt_store() -> DynamoReceiptStore:
+    return DynamoReceiptStore(_table())
+
+
+@once
+def receipt_service() -> ReceiptService:
+    return ReceiptService(receipt_store(), _read_tracing())
 
 
 @once
@@ -189,7 +201,9 @@ def edit_service() -> "EditService":
     from hippocampus.domain.reads.edits import EditService
 
     settings = get_settings()
-    return EditService(memory_store(), job_store(), archive(), _tracing(), settings.max_words)
+    return EditService(
+        memory_store(), job_store(), archive(), _tracing(), settings.max_words, receipts=receipt_store()
+    )
 
 
 @once
@@ -259,6 +273,7 @@ def get_memory_handler() -> LambdaHandler:
             read_routes.export_service: export_service,
             read_routes.list_service: list_service,
             read_routes.record_service: record_service,
+            read_routes.receipt_service: receipt_service,
         },
     )
 

@@ -38,6 +38,7 @@ from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.ports import NewJob, RawSource
+from hippocampus.contracts.receipts import JobErasure
 
 
 def job_update(
@@ -189,7 +190,7 @@ class DynamoJobStore:
                 last_examined = sk
         return jobs, None
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> JobErasure:
         """Erase the job records of the generations before `generation` and every Idempotency-Key
         record of the user; a job still in flight is kept, redacted, as `skipped` (docs/api.md
         "Forgetting a user")."""
@@ -207,6 +208,13 @@ class DynamoJobStore:
         gone = [job_id for job_id, job in jobs.items() if not self._redact_in_flight(job)]
         self._table.batch_delete([key(job_pk(tenant_id, job_id), JOB_SK) for job_id in gone])
         self._table.batch_delete(swept)  # the references last: a retry of the delete finds the jobs again
+        references = sum(swept_key[SK]["S"].startswith(JOB_REF_PREFIX) for swept_key in swept)
+        return JobErasure(
+            jobs=len(gone),
+            job_references=references,
+            idempotency_records=len(swept) - references,
+            skipped=len(jobs) - len(gone),
+        )
 
     def _redact_in_flight(self, job: Job) -> bool:
         """A queued or processing job becomes `skipped`, without its item id; False if it was not in flight."""

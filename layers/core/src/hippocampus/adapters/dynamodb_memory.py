@@ -43,6 +43,7 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
+from hippocampus.adapters.vector_codec import VECTOR_MODEL_ATTRIBUTE
 from hippocampus.contracts.fact_ports import FactCommit, FactCounts, FactLedger, FactRemoval, StoredFact
 from hippocampus.contracts.models import Fact
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
@@ -50,6 +51,7 @@ from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.names import USERS_INDEX_NAME, USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
 from hippocampus.contracts.ports import MemoryState, MemoryWrite
+from hippocampus.contracts.receipts import MemoryErasure, VectorsErased
 from hippocampus.contracts.records import EpisodeForget
 
 # DynamoDB's TransactWriteItems takes at most 100 writes.
@@ -232,7 +234,7 @@ class DynamoMemoryStore:
     def remove_fact(self, removal: FactRemoval) -> None:
         self._facts.remove(removal)
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
+    def erase_user(self, tenant_id: str, user_id: str) -> MemoryErasure:
         pk = user_pk(tenant_id, user_id)
         # The tombstone first: from here on, every queued item of the old generation is skipped.
         # The version counter stays: the new life's versions go on after the old one's.
@@ -247,18 +249,36 @@ class DynamoMemoryStore:
             f"{USERS_INDEX_PARTITION_KEY}, {USERS_INDEX_SORT_KEY}",
             ExpressionAttributeNames={"#m": "memory", "#g": "generation"},
             ExpressionAttributeValues=values({":zero": 0, ":one": 1}),
-            ReturnValues="UPDATED_NEW",
+            ReturnValues="ALL_OLD",  # what the tombstone replaced: whether a summary was erased
         )
-        generation = generation_of(decoded(result["Attributes"]))
+        before = decoded(result.get("Attributes") or {})
+        generation = generation_of(before) + 1
         # Facts and episodes written after the tombstone carry the new generation and stay.
+        projection = f"pk, sk, #g, {VECTOR_MODEL_ATTRIBUTE}"
         older = [
-            key(item[PK], item[SK])
-            for item in decoded_all(self._table.query_partition(pk, projection="pk, sk, #g"))
+            item
+            for item in decoded_all(self._table.query_partition(pk, projection=projection))
             if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX))
             and generation_of(item) < generation
         ]
-        self._table.batch_delete(older)
-        return generation
+        self._table.batch_delete([key(item[PK], item[SK]) for item in older])
+
+        def erased(prefix: str, vectors: bool = False) -> int:
+            kind = [item for item in older if item[SK].startswith(prefix)]
+            return sum(VECTOR_MODEL_ATTRIBUTE in item for item in kind) if vectors else len(kind)
+
+        return MemoryErasure(
+            generation=generation,
+            summary=int("memory" in before),
+            facts=erased(FACT_PREFIX),
+            episodes=erased(EPISODE_PREFIX),
+            records=erased(RECORD_PREFIX),
+            vectors=VectorsErased(
+                facts=erased(FACT_PREFIX, vectors=True),
+                episodes=erased(EPISODE_PREFIX, vectors=True),
+                records=erased(RECORD_PREFIX, vectors=True),
+            ),
+        )
 
     def list_users(self, tenant_id: str, limit: int, after: str | None) -> tuple[list[str], bool]:
         request: dict[str, Any] = {

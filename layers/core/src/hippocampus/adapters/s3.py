@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX
+from hippocampus.contracts.receipts import ArchiveErasure
 
 # History keys sort newest first: S3 lists keys in ascending order.
 _VERSION_CEILING = 10**12
@@ -128,10 +129,12 @@ class S3Archive:
         with ThreadPoolExecutor(max_workers=min(8, len(keys) or 1)) as pool:
             return list(pool.map(self._get_json, keys))
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> ArchiveErasure:
+        erased: list[int] = []
         for prefix in _user_prefixes(tenant_id, user_id):
             # What the user's new life (this generation on) has written already stays.
             keys = [{"Key": key} for key in self._keys(prefix) if _written_before(key, generation)]
+            erased.append(len(keys))
             for chunk in batched(keys, 1000):
                 response = self._client().delete_objects(
                     Bucket=self._bucket, Delete={"Objects": list(chunk), "Quiet": True}
@@ -142,6 +145,8 @@ class S3Archive:
                     raise DependencyUnavailable(
                         f"{len(response['Errors'])} object(s) could not be erased: {codes}"
                     )
+        raw_objects, history_objects = erased
+        return ArchiveErasure(raw_objects=raw_objects, history_objects=history_objects)
 
     def _put_json(self, key: str, payload: Mapping[str, Any]) -> None:
         self._client().put_object(

@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hippocampus.api.envelope import JSON, validation_error
 from hippocampus.api.request_checks import has_lone_surrogate
 from hippocampus.contracts.errors import MalformedJson, ValidationFailed
+from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
 
 BODY_FIELD = "request"
 # The key in the resolver's context of the function that names an error's field as the payload did.
@@ -99,9 +100,14 @@ def proxy_request(app: APIGatewayRestResolver, event: Any, context: LambdaContex
 
 
 def result(response: JSON) -> JSON:
-    """The body of the resolver's response: the route's body, `{}` when it has none, or the envelope."""
+    """The body of the resolver's response: the route's body, `{}` when it has none, or the envelope.
+    A deletion receipt's header becomes `{"receipt_id": …}`: an invocation has no headers."""
     body = response.get("body")
-    return json.loads(body) if body else {}
+    if body:
+        parsed: JSON = json.loads(body)
+        return parsed
+    receipt = (response.get("multiValueHeaders") or {}).get(DELETION_RECEIPT_HEADER)  # REST: lists
+    return {"receipt_id": receipt[0]} if receipt else {}
 
 
 def payload_object(event: Any) -> Mapping[str, Any]:

@@ -11,6 +11,8 @@ from typing import Final
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 
+from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
+
 JSON: Final = "application/json"
 ERROR_ENVELOPE: Final = "ErrorEnvelope"
 
@@ -23,6 +25,13 @@ _ETAG: Final[dict[str, OpenAPIResponseHeader]] = {
     "ETag": {
         "description": 'Names the memory body, never the same across a delete: `"<version>"` without facts '
         'for a user never deleted, `"<version>-<digest>"` (over the generation and the facts) otherwise',
+        "schema": {"type": "string"},
+    }
+}
+
+_RECEIPT: Final[dict[str, OpenAPIResponseHeader]] = {
+    DELETION_RECEIPT_HEADER: {
+        "description": "The id of the deletion receipt: `GET …/memory/deletions/{receipt_id}` tells what was erased",
         "schema": {"type": "string"},
     }
 }
@@ -57,11 +66,13 @@ def success(description: str, *, model: str | None = None, etag: bool = False) -
     return response
 
 
-def no_body(description: str, *, etag: bool = False) -> OpenAPIResponse:
+def no_body(description: str, *, etag: bool = False, receipt: bool = False) -> OpenAPIResponse:
     # Powertools fills in an absent `content`; an empty one stays, and `api/openapi.py` drops it.
     response: OpenAPIResponse = {"description": description, "content": {}}
     if etag:
         response["headers"] = dict(_ETAG)
+    if receipt:
+        response["headers"] = dict(_RECEIPT)
     return response
 
 
@@ -108,7 +119,13 @@ PUT_MEMORY: Final = responses(
         "or `limit_exceeded`: over `max_words` words or their character bound",
     },
 )
-DELETE_MEMORY: Final = responses({204: no_body("Forgotten: nothing of the user is kept")})
+DELETE_MEMORY: Final = responses(
+    {
+        204: no_body(
+            "Forgotten: nothing of the user is kept; the receipt's id in `Deletion-Receipt`", receipt=True
+        )
+    }
+)
 DELETE_FACT: Final = responses(
     {204: no_body("The fact is deleted")}, {404: REQUEST_ERRORS[404] + "; or the user has no such fact"}
 )
@@ -133,6 +150,10 @@ FORGET_EPISODE: Final = responses(
 JOB: Final = responses(
     {200: success("The job")},
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
+)
+DELETION: Final = responses(
+    {200: success("The receipt: what was erased, per store, in counts; the generation and the times")},
+    {404: REQUEST_ERRORS[404] + "; or no such receipt of this user (unknown, expired, or another user's)"},
 )
 JOBS: Final = responses({200: success("One page of the user's jobs, newest first")}, {422: _CURSOR})
 USERS: Final = responses(

@@ -23,6 +23,7 @@ JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identif
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
 EpisodeId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Episode (item) identifier")]
 RecordId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Record identifier")]
+ReceiptId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Deletion receipt identifier")]
 
 _DIGITS = re.compile(r"[0-9]+")
 

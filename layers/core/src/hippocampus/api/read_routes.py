@@ -19,6 +19,7 @@ from hippocampus.api.params import (
     KnownAt,
     ListCursor,
     ListLimit,
+    ReceiptId,
     RecordLimit,
     TenantId,
     UserId,
@@ -35,8 +36,10 @@ from hippocampus.contracts.models import (
     UserList,
 )
 from hippocampus.contracts.recall import DEFAULT_LIST_LIMIT, EpisodeList, FactList
+from hippocampus.contracts.receipts import DeletionReceipt
 from hippocampus.contracts.records import DEFAULT_RECORD_LIST_LIMIT, RecordList
 from hippocampus.contracts.routes import (
+    DELETION_PATH,
     EPISODES_PATH,
     EXPORT_PATH,
     FACTS_PATH,
@@ -51,6 +54,7 @@ from hippocampus.contracts.routes import (
 )
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
+from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordQuery, RecordService
 from hippocampus.domain.reads.service import ReadService
 
@@ -73,8 +77,13 @@ def record_service() -> RecordService:
     unwired("record_service")
 
 
+def receipt_service() -> ReceiptService:
+    unwired("receipt_service")
+
+
 Reads = Annotated[ReadService, Depends(read_service)]
 Records = Annotated[RecordService, Depends(record_service)]
+Receipts = Annotated[ReceiptService, Depends(receipt_service)]
 Lists = Annotated[ListService, Depends(list_service)]
 Exports = Annotated[ExportService, Depends(export_service)]
 IfNoneMatch = Annotated[
@@ -222,3 +231,16 @@ def list_users(
     tenant_id: TenantId, lists: Lists, limit: ListLimit = DEFAULT_LIST_LIMIT, cursor: ListCursor = None
 ) -> UserList:
     return lists.list_users(tenant_id, limit, cursor)
+
+
+@router.get(
+    powertools_path(DELETION_PATH),
+    summary="What forgetting the user erased: a deletion receipt",
+    operation_id="getDeletion",
+    tags=["memory"],
+    responses=documented.DELETION,
+)
+def get_deletion(
+    tenant_id: TenantId, user_id: UserId, receipt_id: ReceiptId, receipts: Receipts
+) -> DeletionReceipt:
+    return receipts.get_receipt(tenant_id, user_id, receipt_id)

@@ -19,6 +19,7 @@ from hippocampus.contracts.models import (
     MemoryBody,
     PutMemoryRequest,
 )
+from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
 from hippocampus.contracts.routes import EPISODE_PATH, FACT_PATH, MEMORY_PATH, RECORD_PATH, powertools_path
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.forget_episode import EpisodeForgetter
@@ -107,8 +108,8 @@ def put_memory(
     responses=documented.DELETE_MEMORY,
 )
 def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Response[None]:
-    edits.delete_memory(tenant_id, user_id)
-    return Response(status_code=204)
+    receipt = edits.delete_memory(tenant_id, user_id)
+    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
 
 
 @router.delete(

@@ -24,6 +24,10 @@ USERS_INDEX_SORT_KEY: Final = "listed_user"
 # Idempotency-Key records (Powertools) live in the memory table, sort key `<prefix>#<hash>`.
 IDEMPOTENCY_KEY_PREFIX: Final = "ingest"
 
+# The response header of `DELETE …/memory` naming its deletion receipt (a direct invocation answers
+# `{"receipt_id": …}` instead: it has no headers).
+DELETION_RECEIPT_HEADER: Final = "Deletion-Receipt"
+
 # S3 archive bucket prefixes, each with its own lifecycle expiration.
 RAW_PREFIX: Final = "raw/"
 HISTORY_PREFIX: Final = "history/"

@@ -21,6 +21,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.recall import Episode
+from hippocampus.contracts.receipts import ArchiveErasure, JobErasure, MemoryErasure
 from hippocampus.contracts.records import EpisodeForget, RecordWrite
 
 
@@ -88,7 +89,7 @@ class JobStore(Protocol):
         job remains. A position is the store's own, opaque to the caller."""
         ...
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> JobErasure:
         """Erase the user's jobs of the generations before `generation` (a job still queued or
         processing is kept as `skipped`, its item id removed) and its Idempotency-Key records."""
         ...
@@ -226,8 +227,9 @@ class MemoryStore(Protocol):
         the generation and the fact as expected (else ConditionFailed, nothing changed)."""
         ...
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
-        """Tombstone the user (new generation), remove its older facts; return the new generation."""
+    def erase_user(self, tenant_id: str, user_id: str) -> MemoryErasure:
+        """Tombstone the user (new generation), remove its older facts, episodes and records; return
+        the new generation and what was removed."""
         ...
 
     def forget_episode(self, forget: EpisodeForget) -> None:
@@ -301,7 +303,7 @@ class ArchiveStore(Protocol):
         """Delete every version from `version` on (reading none of them); return how many."""
         ...
 
-    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> None:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> ArchiveErasure:
         """Erase the user's payloads and history of every generation before `generation`."""
         ...
 

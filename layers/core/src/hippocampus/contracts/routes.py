@@ -27,6 +27,7 @@ EPISODES_PATH: Final = MEMORY_PATH + "/episodes"
 EPISODE_PATH: Final = EPISODES_PATH + "/{episode_id}"
 RECORDS_PATH: Final = MEMORY_PATH + "/records"
 RECORD_PATH: Final = RECORDS_PATH + "/{record_id}"
+DELETION_PATH: Final = MEMORY_PATH + "/deletions/{receipt_id}"
 QUERY_PATH: Final = MEMORY_PATH + "/query"
 CONTEXT_PATH: Final = MEMORY_PATH + "/context"
 
@@ -50,6 +51,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", FACTS_PATH, "get_memory"),
     Route("GET", EPISODES_PATH, "get_memory"),
     Route("GET", RECORDS_PATH, "get_memory"),
+    Route("GET", DELETION_PATH, "get_memory"),
     Route("POST", QUERY_PATH, "recall"),
     Route("POST", CONTEXT_PATH, "recall"),
     Route("POST", MEMORY_PATH, "ingest"),

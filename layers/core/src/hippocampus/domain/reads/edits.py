@@ -1,7 +1,10 @@
-"""Edits by hand: replace the summary (PUT), forget the user (DELETE), delete one fact."""
+"""Edits by hand: replace the summary (PUT), forget the user (DELETE, with its deletion receipt),
+delete one fact."""
 
+import secrets
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 from hippocampus.contracts.errors import (
     ConditionFailed,
@@ -14,6 +17,19 @@ from hippocampus.contracts.fact_ports import FactCounts, FactRemoval, Present
 from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
+from hippocampus.contracts.receipts import (
+    DELETION_RECEIPT_RETENTION_DAYS,
+    RECEIPT_ID_PREFIX,
+    ArchiveErasure,
+    DeletionReceipt,
+    DynamoDbErased,
+    ErasedCounts,
+    JobErasure,
+    MemoryErasure,
+    QueueErased,
+    ReceiptStore,
+    S3Erased,
+)
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
@@ -31,10 +47,12 @@ class EditService:
         archive: ArchiveStore,
         tracing: Tracing,
         max_words: int,
+        receipts: ReceiptStore,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
+        self._receipts = receipts
         self._sleep = sleep
         self._jobs = jobs
         self._archive = archive
@@ -84,17 +102,34 @@ class EditService:
         new_state = MemoryState(text, version, words, now, state.generation)
         return MemoryRead(memory_body(tenant_id, user_id, new_state, facts), state.generation)
 
-    def delete_memory(self, tenant_id: str, user_id: str) -> None:
+    def delete_memory(self, tenant_id: str, user_id: str) -> DeletionReceipt:
         """The tombstone first (every queued item of the old generation is then skipped), then the
-        jobs and request records, then S3. A delete that fails half-way is safe to send again."""
+        jobs and request records, then S3; then the receipt of what went (docs/api.md "Deletion
+        receipts"). A delete that fails half-way is safe to send again: the next one erases the
+        rest, and its receipt counts what it erased."""
+        requested_at = self._clock()
         with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):
-            generation = self._store.erase_user(tenant_id, user_id)
+            memory = self._store.erase_user(tenant_id, user_id)
         with self._tracing.span("dynamodb.erase_jobs", tenant_id=tenant_id):
-            self._jobs.erase_user(tenant_id, user_id, generation)
+            jobs = self._jobs.erase_user(tenant_id, user_id, memory.generation)
         with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
-            self._archive.erase_user(tenant_id, user_id, generation)
+            archive = self._archive.erase_user(tenant_id, user_id, memory.generation)
+        completed_at = self._clock()
+        receipt = DeletionReceipt(
+            receipt_id=RECEIPT_ID_PREFIX + secrets.token_hex(12),
+            tenant_id=tenant_id,
+            user_id=user_id,
+            generation=memory.generation,
+            requested_at=requested_at,
+            completed_at=completed_at,
+            expires_at=completed_at + timedelta(days=DELETION_RECEIPT_RETENTION_DAYS),
+            erased=erased_counts(memory, jobs, archive),
+        )
+        with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
+            self._receipts.put_receipt(receipt)
         record_metric(MetricName.DELETES)
-        logger.info("user forgotten", extra={"tenant_id": tenant_id})
+        logger.info("user forgotten", extra={"tenant_id": tenant_id, "receipt_id": receipt.receipt_id})
+        return receipt
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
         """Delete the fact and take it off the user's fact counts in one transaction; decided again
@@ -116,3 +151,20 @@ class EditService:
                 return
             except ConditionFailed:
                 backoff.wait()
+
+
+def erased_counts(memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasure) -> ErasedCounts:
+    return ErasedCounts(
+        dynamodb=DynamoDbErased(
+            memory=memory.summary,
+            facts=memory.facts,
+            episodes=memory.episodes,
+            records=memory.records,
+            jobs=jobs.jobs,
+            job_references=jobs.job_references,
+            idempotency_records=jobs.idempotency_records,
+        ),
+        s3=S3Erased(raw_objects=archive.raw_objects, history_objects=archive.history_objects),
+        queue=QueueErased(messages_skipped=jobs.skipped),
+        vectors=memory.vectors,
+    )
