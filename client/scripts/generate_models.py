@@ -114,6 +114,17 @@ CLIENT_MODELS = (
         "`GET …/memory/export`, every page merged into one document (`next_cursor` is then None).",
         requires=("tenant_id", "user_id"),
     ),
+    ClientModel("DynamoDbErased", "DynamoDbErased", "Items of the memory table a delete erased, by kind."),
+    ClientModel("S3Erased", "S3Erased", "Objects of the archive bucket a delete erased."),
+    ClientModel("QueueErased", "QueueErased", "Queued items a delete caught: their messages change nothing."),
+    ClientModel("VectorsErased", "VectorsErased", "Embeddings erased with the items they were stored on."),
+    ClientModel("ErasedCounts", "ErasedCounts", "What a delete erased, per store, in counts."),
+    ClientModel(
+        "DeletionReceipt",
+        "DeletionReceipt",
+        'What forgetting a user erased, in counts, with no content (docs/api.md "Deletion receipts").',
+        requires=("receipt_id",),
+    ),
     ClientModel("Pair", "ConversationPair", "One user turn and the assistant's answer.", request=True),
     ClientModel(
         "Item",

@@ -124,7 +124,7 @@ class FakeHippocampus:
             return self._ingest(key, headers.get("idempotency-key"), body)
         if not rest and method == "DELETE":
             self.memories.pop(key, None)
-            return 204, {}, None
+            return 204, {"Deletion-Receipt": "del_0123456789abcdef01234567"}, None
         if rest[:1] == ["facts"] and method == "DELETE":
             facts = self._memory(key)["facts"]
             if not any(f["id"] == rest[1] for f in facts):

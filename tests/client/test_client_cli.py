@@ -265,7 +265,11 @@ def test_forget_asks_unless_yes(fake: FakeHippocampus) -> None:
     assert both.exit_code == 2 and "give --fact or --record, not both" in both.stderr
     assert len(fake.requests) == sent
     forgot = run(fake, "forget", "alice", "-y", json_output=True)
-    assert document(forgot) == {"deleted": True, "user_id": "alice"}
+    assert document(forgot) == {
+        "deleted": True,
+        "user_id": "alice",
+        "receipt_id": "del_0123456789abcdef01234567",
+    }
     assert fake.requests[-1].method == "DELETE" and fake.requests[-1].path.endswith("/users/alice/memory")
 
 

@@ -93,6 +93,8 @@ def user_methods(user: Any) -> dict[str, Callable[[Any], Any]]:
         "add_wait": lambda m: m.add(user, "User: hi\nAssistant: hello", wait=True),
         "put": lambda m: m.put(user, "Alice sells candles.", 1),
         "delete": lambda m: m.delete(user),
+        "forget": lambda m: m.forget(user),
+        "deletion": lambda m: m.deletion(user, "del_1"),
         "delete_fact": lambda m: m.delete_fact(user, "pref"),
         "delete_record": lambda m: m.delete_record(user, "rec_1"),
     }
@@ -103,6 +105,7 @@ def id_methods(value: Any) -> dict[str, Callable[[Any], Any]]:
     return {
         "delete_fact": lambda m: m.delete_fact("alice", value),
         "delete_record": lambda m: m.delete_record("alice", value),
+        "deletion": lambda m: m.deletion("alice", value),
         "job": lambda m: m.job(value),
         "wait": lambda m: m.wait([value], timeout=0.5),
         "wait_jobs": lambda m: m.wait(["job-1", value], timeout=0.5),
@@ -160,6 +163,7 @@ def test_a_fact_job_or_item_id_the_api_refuses_makes_no_request(
     fields = {
         "delete_fact": "fact_id",
         "delete_record": "record_id",
+        "deletion": "receipt_id",
         "job": "job_id",
         "wait": "job_id",
         "wait_jobs": "job_id",

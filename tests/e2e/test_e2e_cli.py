@@ -147,3 +147,16 @@ def test_redrive_through_the_local_invoke_api(url: str, tenant: str) -> None:
     assert empty | {"remaining": 0} == {
         "moved": 0, "jobs_requeued": 0, "remaining": 0, "invocations": 1, "function": "hippocampus-dev-condenser",
     }  # fmt: skip
+
+
+def test_forget_prints_the_receipt_and_deletion_shows_what_was_erased(
+    url: str, tenant: str, user: str
+) -> None:
+    added = hippocampus(url, tenant, "add", user, "Prefers email.", "--fact", "contact")
+    assert added.exit_code == 0, added.output
+    forgot = hippocampus(url, tenant, "--json", "forget", user, "--yes")
+    receipt_id = as_json(forgot)["receipt_id"]
+    receipt = as_json(hippocampus(url, tenant, "deletion", user, receipt_id))
+    assert (receipt["receipt_id"], receipt["erased"]["dynamodb"]["facts"]) == (receipt_id, 1)
+    unknown = hippocampus(url, tenant, "deletion", user, "del_000000000000000000000000")
+    assert unknown.exit_code == 1 and "not_found" in unknown.output

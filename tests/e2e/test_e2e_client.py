@@ -76,7 +76,13 @@ def test_a_deleted_user_reads_as_never_seen(api: Api, tenant: str, user: str) ->
             memory.put(user, "A stale edit.", 0)
         memory.add(user, {"id": "pref", "text": "Prefers email.", "infer": False})
         assert memory.get(user) == "Alice sells candles."
-        assert memory.delete(user) is True
+        receipt_id = memory.forget(user)
+        assert receipt_id is not None and receipt_id.startswith("del_")
+        receipt = memory.deletion(user, receipt_id)  # what went, in counts
+        assert (
+            receipt is not None and receipt.erased.dynamodb.memory == 1 and receipt.erased.dynamodb.facts == 1
+        )
+        assert memory.delete(user) is True  # again: nothing left to erase
         assert memory.get(user) is None
         after = memory.get_full(user)
         assert after is not None and (after.version, after.facts) == (0, [])
@@ -116,3 +122,7 @@ def test_the_invoke_transport_runs_the_functions_through_the_local_invoke_api(
         assert answer is not None and [result.id for result in answer.results] == ["pay"]
         with pytest.raises(NotFoundError):
             memory.delete_fact(user, "unknown")
+        receipt_id = memory.forget(user)  # the receipt's id comes in the invocation's answer
+        assert receipt_id is not None
+        receipt = memory.deletion(user, receipt_id)
+        assert receipt is not None and receipt.erased.dynamodb.facts == 1

@@ -15,7 +15,18 @@ from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .models import (
+    Context,
+    DeletionReceipt,
+    Episode,
+    Export,
+    Fact,
+    Job,
+    Memory,
+    MemoryRecord,
+    MemoryVersion,
+    QueryAnswer,
+)
 from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
 T = TypeVar("T")
@@ -136,6 +147,12 @@ class AsyncMemoryClient(ClientBase):
 
     async def delete(self, user: str) -> bool:
         return await self._run(programs.delete(self.tenant, user), "delete") is True
+
+    async def forget(self, user: str) -> str | None:
+        return await self._run(programs.forget(self.tenant, user), "forget")
+
+    async def deletion(self, user: str, receipt_id: str) -> DeletionReceipt | None:
+        return await self._run(programs.deletion(self.tenant, user, receipt_id), "deletion")
 
     async def delete_fact(self, user: str, fact_id: str) -> bool:
         return await self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True

@@ -22,7 +22,7 @@ from .identifiers import check_identifier
 
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
-ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id", "record_id")
+ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id", "record_id", "receipt_id")
 MEMORY = "/v1/tenants/{tenant_id}/users/{user_id}/memory"
 JOB = "/v1/tenants/{tenant_id}/jobs/{job_id}"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -159,6 +159,11 @@ def put_memory(tenant: str, user: str, memory: str, expected_version: int) -> Ca
 
 def delete_memory(tenant: str, user: str) -> Call:
     return Call("delete_memory", "ingest", "DELETE", MEMORY, _ids(tenant, user), kind=WRITE)
+
+
+def get_deletion(tenant: str, user: str, receipt_id: str) -> Call:
+    ids = _ids(tenant, user) | {"receipt_id": receipt_id}
+    return Call("get_deletion", "get_memory", "GET", MEMORY + "/deletions/{receipt_id}", ids)
 
 
 def delete_fact(tenant: str, user: str, fact_id: str) -> Call:

@@ -225,17 +225,31 @@ def forget(state: CliState, user: str, fact_id: str | None, record_id: str | Non
         what = f"everything stored about {user}"
     if not yes:
         click.confirm(f"Delete {what} (tenant {client.tenant})?", abort=True, err=True)
+    receipt_id = None
     if fact_id:
         client.delete_fact(user, fact_id)
     elif record_id:
         client.delete_record(user, record_id)
     else:
-        client.delete(user)
+        receipt_id = client.forget(user)
     if state.as_json:
         one = {"fact_id": fact_id} if fact_id else {"record_id": record_id} if record_id else {}
-        emit_json({"deleted": True, "user_id": user} | one)
+        emit_json(
+            {"deleted": True, "user_id": user} | one | ({"receipt_id": receipt_id} if receipt_id else {})
+        )
     else:
-        click.echo(f"deleted {what}")
+        click.echo(f"deleted {what}" + (f" (deletion receipt {receipt_id})" if receipt_id else ""))
+
+
+@cli.command()
+@click.argument("user", type=ID)
+@click.argument("receipt_id", type=ID)
+@pass_state
+def deletion(state: CliState, user: str, receipt_id: str) -> None:
+    """Print what forgetting USER erased: the deletion receipt RECEIPT_ID `forget` printed (counts per
+    store, the generation and the times; docs/api.md "Deletion receipts")."""
+    receipt = required(state.client().deletion(user, receipt_id))
+    emit_json(receipt.model_dump(mode="json"))
 
 
 @cli.command()

@@ -15,7 +15,10 @@ __all__ = [
     "FINAL_STATUSES",
     "Context",
     "ContextSource",
+    "DeletionReceipt",
+    "DynamoDbErased",
     "Episode",
+    "ErasedCounts",
     "Export",
     "Fact",
     "Item",
@@ -29,7 +32,10 @@ __all__ = [
     "QueryAnswer",
     "QueryResult",
     "QueryResultCategory",
+    "QueueErased",
     "Retrieval",
+    "S3Erased",
+    "VectorsErased",
 ]
 
 
@@ -207,6 +213,66 @@ class Export(ApiModel):
     episodes: list[Episode] = Field(default_factory=list)
     next_cursor: str | None = None
     records: list[MemoryRecord] = Field(default_factory=list)
+
+
+class DynamoDbErased(ApiModel):
+    """Items of the memory table a delete erased, by kind. Always in the answer: `memory`, `facts`,
+    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`."""
+
+    memory: int = 0
+    facts: int = 0
+    episodes: int = 0
+    records: int = 0
+    jobs: int = 0
+    job_references: int = 0
+    idempotency_records: int = 0
+
+
+class S3Erased(ApiModel):
+    """Objects of the archive bucket a delete erased. Always in the answer: `raw_objects`, `history_objects`."""
+
+    raw_objects: int = 0
+    history_objects: int = 0
+    object_versions: int = 0
+
+
+class QueueErased(ApiModel):
+    """Queued items a delete caught: their messages change nothing. Always in the answer: `messages_skipped`."""
+
+    messages_skipped: int = 0
+
+
+class VectorsErased(ApiModel):
+    """Embeddings erased with the items they were stored on. Always in the answer: `facts`, `episodes`,
+    `records`."""
+
+    facts: int = 0
+    episodes: int = 0
+    records: int = 0
+
+
+class ErasedCounts(ApiModel):
+    """What a delete erased, per store, in counts. Always in the answer: `dynamodb`, `s3`, `queue`, `vectors`."""
+
+    dynamodb: DynamoDbErased | None = None
+    s3: S3Erased | None = None
+    queue: QueueErased | None = None
+    vectors: VectorsErased | None = None
+
+
+class DeletionReceipt(ApiModel):
+    """What forgetting a user erased, in counts, with no content (docs/api.md "Deletion receipts"). Always in
+    the answer: `receipt_id`, `tenant_id`, `user_id`, `generation`, `requested_at`, `completed_at`,
+    `expires_at`, `erased`."""
+
+    receipt_id: str
+    tenant_id: str | None = None
+    user_id: str | None = None
+    generation: int = 0
+    requested_at: str | None = None
+    completed_at: str | None = None
+    expires_at: str | None = None
+    erased: ErasedCounts | None = None
 
 
 class Pair(ApiModel):

@@ -21,7 +21,18 @@ from . import calls
 from .calls import Call, ListName, Reply, Sleep
 from .errors import MalformedResponseError, RequestTimeoutError, WaitTimeoutError
 from .identifiers import check_identifier
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .models import (
+    Context,
+    DeletionReceipt,
+    Episode,
+    Export,
+    Fact,
+    Job,
+    Memory,
+    MemoryRecord,
+    MemoryVersion,
+    QueryAnswer,
+)
 from .timestamps import occurred_at
 
 # TypeVars, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
@@ -132,6 +143,20 @@ def put(tenant: str, user: str, memory: str, expected_version: int) -> Program[M
 def delete(tenant: str, user: str) -> Program[bool]:
     yield calls.delete_memory(tenant, user)
     return True
+
+
+def forget(tenant: str, user: str) -> Program[str]:
+    """Forget the user; the id of the deletion receipt (a header over HTTP, the body when invoked)."""
+    reply = yield calls.delete_memory(tenant, user)
+    receipt = reply.headers.get("deletion-receipt") or (reply.data or {}).get("receipt_id")
+    if not isinstance(receipt, str) or not receipt:
+        raise MalformedResponseError("the delete named no deletion receipt")
+    return receipt
+
+
+def deletion(tenant: str, user: str, receipt_id: str) -> Program[DeletionReceipt]:
+    reply = yield calls.get_deletion(tenant, user, receipt_id)
+    return parse(DeletionReceipt, reply)
 
 
 def delete_fact(tenant: str, user: str, fact_id: str) -> Program[bool]:

@@ -16,7 +16,18 @@ from .base import ClientBase, ItemOptions, QueryOptions
 from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
-from .models import Context, Episode, Export, Fact, Job, Memory, MemoryRecord, MemoryVersion, QueryAnswer
+from .models import (
+    Context,
+    DeletionReceipt,
+    Episode,
+    Export,
+    Fact,
+    Job,
+    Memory,
+    MemoryRecord,
+    MemoryVersion,
+    QueryAnswer,
+)
 from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
 T = TypeVar("T")
@@ -162,6 +173,14 @@ class MemoryClient(ClientBase):
     def delete(self, user: str) -> bool:
         """Forget the user entirely; False on error."""
         return self._run(programs.delete(self.tenant, user), "delete") is True
+
+    def forget(self, user: str) -> str | None:
+        """Forget the user entirely, as `delete`; the id of the deletion receipt, None on error."""
+        return self._run(programs.forget(self.tenant, user), "forget")
+
+    def deletion(self, user: str, receipt_id: str) -> DeletionReceipt | None:
+        """The deletion receipt: what forgetting the user erased, in counts; None on error."""
+        return self._run(programs.deletion(self.tenant, user, receipt_id), "deletion")
 
     def delete_fact(self, user: str, fact_id: str) -> bool:
         """Delete one fact; False on error (an unknown fact included)."""

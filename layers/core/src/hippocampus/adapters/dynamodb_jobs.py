@@ -19,8 +19,8 @@ from hippocampus.adapters.dynamodb_index import (
     queue_order,
     ref_job_id,
 )
-from hippocampus.adapters.dynamodb_items import decoded, decoded_all, generation_of, is_expired
-from hippocampus.adapters.dynamodb_job_creation import JobCreation, read_job, read_jobs
+from hippocampus.adapters.dynamodb_items import Item, decoded, decoded_all, generation_of, is_expired
+from hippocampus.adapters.dynamodb_job_creation import JobCreation, job_from_item, read_job, read_jobs
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     JOB_REF_PREFIX,
@@ -34,6 +34,7 @@ from hippocampus.adapters.dynamodb_table import (
     values,
 )
 from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
+from hippocampus.contracts.names import IDEMPOTENCY_KEY_PREFIX
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
@@ -194,26 +195,30 @@ class DynamoJobStore:
         """Erase the job records of the generations before `generation` and every Idempotency-Key
         record of the user; a job still in flight is kept, redacted, as `skipped` (docs/api.md
         "Forgetting a user")."""
-        swept: list[dict[str, Any]] = []
-        job_ids: list[str] = []
+        references: list[Item] = []
+        records: list[Item] = []  # Idempotency-Key records (Powertools')
         for item in decoded_all(
             self._table.query_partition(index_pk(tenant_id, user_id), projection="pk, sk, #g")
         ):
-            if item[SK].startswith(JOB_REF_PREFIX):
-                if generation_of(item) >= generation:
-                    continue  # a job of the user's new life
-                job_ids.append(ref_job_id(item[SK]))
-            swept.append(key(item[PK], item[SK]))
-        jobs = self.get_jobs(tenant_id, job_ids)
-        gone = [job_id for job_id, job in jobs.items() if not self._redact_in_flight(job)]
-        self._table.batch_delete([key(job_pk(tenant_id, job_id), JOB_SK) for job_id in gone])
-        self._table.batch_delete(swept)  # the references last: a retry of the delete finds the jobs again
-        references = sum(swept_key[SK]["S"].startswith(JOB_REF_PREFIX) for swept_key in swept)
+            if not item[SK].startswith(JOB_REF_PREFIX):
+                records.append(item)
+            elif generation_of(item) < generation:  # not a job of the user's new life
+                references.append(item)
+        job_keys = [key(job_pk(tenant_id, ref_job_id(ref[SK])), JOB_SK) for ref in references]
+        # Every job record stored, expired ones too (DynamoDB removes those lazily, and they still
+        # name their item): one in flight is kept, redacted; every other one goes.
+        skipped, gone = 0, []
+        for raw in self._table.batch_get(job_keys):
+            if not self._table.expired(raw) and self._redact_in_flight(job_from_item(raw)):
+                skipped += 1
+            else:
+                gone.append(key(raw[PK]["S"], raw[SK]["S"]))
+        self._table.batch_delete(gone)
+        # The references last: a retry of the delete finds the jobs again.
+        self._table.batch_delete([key(item[PK], item[SK]) for item in references + records])
+        idempotency = sum(item[SK].startswith(IDEMPOTENCY_KEY_PREFIX + "#") for item in records)
         return JobErasure(
-            jobs=len(gone),
-            job_references=references,
-            idempotency_records=len(swept) - references,
-            skipped=len(jobs) - len(gone),
+            jobs=len(gone), job_references=len(references), idempotency_records=idempotency, skipped=skipped
         )
 
     def _redact_in_flight(self, job: Job) -> bool:

@@ -106,8 +106,11 @@ def result(response: JSON) -> JSON:
     if body:
         parsed: JSON = json.loads(body)
         return parsed
-    receipt = (response.get("multiValueHeaders") or {}).get(DELETION_RECEIPT_HEADER)  # REST: lists
-    return {"receipt_id": receipt[0]} if receipt else {}
+    headers = {**(response.get("headers") or {}), **(response.get("multiValueHeaders") or {})}
+    receipt = next((v for k, v in headers.items() if k.lower() == DELETION_RECEIPT_HEADER.lower()), None)
+    if isinstance(receipt, list):  # the REST resolver's multi-value form
+        receipt = receipt[0] if receipt else None
+    return {"receipt_id": receipt} if receipt else {}
 
 
 def payload_object(event: Any) -> Mapping[str, Any]:

@@ -69,10 +69,9 @@ def success(description: str, *, model: str | None = None, etag: bool = False) -
 def no_body(description: str, *, etag: bool = False, receipt: bool = False) -> OpenAPIResponse:
     # Powertools fills in an absent `content`; an empty one stays, and `api/openapi.py` drops it.
     response: OpenAPIResponse = {"description": description, "content": {}}
-    if etag:
-        response["headers"] = dict(_ETAG)
-    if receipt:
-        response["headers"] = dict(_RECEIPT)
+    headers = {**(_ETAG if etag else {}), **(_RECEIPT if receipt else {})}
+    if headers:
+        response["headers"] = headers
     return response
 
 
@@ -122,7 +121,8 @@ PUT_MEMORY: Final = responses(
 DELETE_MEMORY: Final = responses(
     {
         204: no_body(
-            "Forgotten: nothing of the user is kept; the receipt's id in `Deletion-Receipt`", receipt=True
+            "Forgotten: nothing of the user's content is kept; the receipt's id in `Deletion-Receipt`",
+            receipt=True,
         )
     }
 )

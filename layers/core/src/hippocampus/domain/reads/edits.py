@@ -125,10 +125,16 @@ class EditService:
             expires_at=completed_at + timedelta(days=DELETION_RECEIPT_RETENTION_DAYS),
             erased=erased_counts(memory, jobs, archive),
         )
+        record_metric(MetricName.DELETES)
+        # Before the receipt is stored, with its counts (no content): should storing it fail (a 503
+        # although the user is erased), the log still tells what went.
+        counts = receipt.erased.model_dump()
+        logger.info(
+            "user forgotten",
+            extra={"tenant_id": tenant_id, "receipt_id": receipt.receipt_id, "erased": counts},
+        )
         with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
             self._receipts.put_receipt(receipt)
-        record_metric(MetricName.DELETES)
-        logger.info("user forgotten", extra={"tenant_id": tenant_id, "receipt_id": receipt.receipt_id})
         return receipt
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
