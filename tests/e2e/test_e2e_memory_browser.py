@@ -177,6 +177,7 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     wait_until(
         driver, lambda d: "Episode t2 forgotten" in d.find_element("id", "status").text, "the forget job"
     )
+    assert "Deletion receipt: del_" in driver.find_element("id", "status").text
     # What only t2 taught is gone; Paris, which it had superseded, is current again.
     driver.find_element("id", "tab-records").click()
     wait_until(driver, lambda d: texts(d, "#records .record-text") == ["Ana lives in Paris."], "Paris back")
@@ -191,9 +192,8 @@ def test_the_browser_shows_records_over_time_queries_and_forgets_an_episode(
     driver.find_element("id", "forget-user").click()  # the user, and the receipt of what went
     wait_until(driver, lambda d: d.find_element("id", "confirm").is_displayed(), "the confirmation")
     driver.find_element("id", "confirm-ok").click()
-    wait_until(
-        driver, lambda d: "Deletion receipt: del_" in d.find_element("id", "status").text, "the receipt"
-    )
+    forgot = "Forgot user ana. Deletion receipt: del_"
+    wait_until(driver, lambda d: forgot in d.find_element("id", "status").text, "the user's receipt")
     receipt_id = driver.find_element("id", "status").text.split("Deletion receipt: ")[1].rstrip(".")
     receipt = api.request("GET", api.memory_path(tenant, user) + f"/deletions/{receipt_id}").json()
     assert receipt["erased"]["dynamodb"]["episodes"] == 1 and receipt["erased"]["dynamodb"]["records"] == 1

@@ -53,7 +53,12 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
             "job_references": kinds["REF"],
             "idempotency_records": kinds["IDEMPOTENCY"],
         },
-        "s3": {"raw_objects": objects["raw"], "history_objects": objects["history"], "object_versions": 0},
+        "s3": {
+            "raw_objects": objects["raw"],
+            "raw_items_blanked": 0,
+            "history_objects": objects["history"],
+            "object_versions": 0,
+        },
         "queue": {"messages_skipped": 1},
         "vectors": {"facts": vectors["FACT"], "episodes": vectors["EPISODE"], "records": vectors["RECORD"]},
     }
@@ -61,7 +66,10 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
     job = service.call("GET", f"{TENANT}/jobs/{in_flight.body['jobs'][0]['job_id']}").body
     assert job["status"] == "skipped"
     # Ids, times and counts: nothing the user said.
+    assert (receipt["scope"], receipt["target_id"]) == ("user", None)
     assert set(receipt) == {
+        "scope",
+        "target_id",
         "receipt_id",
         "tenant_id",
         "user_id",
@@ -138,3 +146,43 @@ def test_a_receipt_past_its_retention_is_gone(service, aws):
     )
     assert DynamoReceiptStore(Table(aws.table_name, lambda: table)).get_receipt("acme", receipt_id) is None
     assert service.call("GET", f"{USER}/deletions/{receipt_id}").status == 404
+
+
+def vectorised(aws, prefix: str) -> int:
+    items = boto3.client("dynamodb").scan(TableName=aws.table_name)["Items"]
+    return sum("vector_model" in item for item in items if item["sk"]["S"].startswith(prefix))
+
+
+def test_deleting_a_fact_a_record_or_an_episode_leaves_a_receipt_of_that_one(service, aws):
+    service.call("POST", USER, {"items": [{"id": "f1", "text": "Prefers SMS over email.", "infer": False}]})
+    service.call("POST", USER, {"items": [{"id": "t1", "text": "I live in Paris and I sell candles."}]})
+    service.call("POST", USER, {"items": [{"id": "t2", "text": "I moved to Berlin."}]})
+    service.drain()
+    assert vectorised(aws, "FACT#") == 1
+
+    fact = service.call("DELETE", f"{USER}/facts/f1")
+    receipt = service.call("GET", f"{USER}/deletions/{fact.headers['deletion-receipt']}").body
+    assert (receipt["scope"], receipt["target_id"]) == ("fact", "f1")
+    assert receipt["erased"]["dynamodb"]["facts"] == 1 and receipt["erased"]["vectors"]["facts"] == 1
+
+    records = service.call("GET", f"{USER}/records", query={"include_invalidated": "true"}).body["items"]
+    berlin = next(r for r in records if "Berlin" in r["text"])
+    vectors_before = vectorised(aws, "RECORD#")
+    gone = service.call("DELETE", f"{USER}/records/{berlin['id']}")
+    receipt = service.call("GET", f"{USER}/deletions/{gone.headers['deletion-receipt']}").body
+    assert (receipt["scope"], receipt["target_id"], receipt["erased"]["dynamodb"]["records"]) == (
+        "record",
+        berlin["id"],
+        1,
+    )
+    assert receipt["erased"]["vectors"]["records"] == vectors_before - vectorised(aws, "RECORD#")
+
+    taught = [r for r in records if r["episode_ids"] == ["t1"]]
+    forgot = service.call("DELETE", f"{USER}/episodes/t1")
+    assert forgot.status == 202 and forgot.body["receipt_id"] == forgot.headers["deletion-receipt"]
+    receipt = service.call("GET", f"{USER}/deletions/{forgot.body['receipt_id']}").body
+    erased = receipt["erased"]
+    assert (receipt["scope"], receipt["target_id"]) == ("episode", "t1")
+    assert (erased["dynamodb"]["episodes"], erased["dynamodb"]["records"]) == (1, len(taught))
+    assert erased["s3"]["raw_items_blanked"] == 1 and erased["s3"]["raw_objects"] == 0
+    assert erased["s3"]["history_objects"] >= 1  # every version that condensed it

@@ -93,6 +93,7 @@ def proxied_service(
     from hippocampus.domain.reads.export import ExportService
     from hippocampus.domain.reads.forget_episode import EpisodeForgetter
     from hippocampus.domain.reads.lists import ListService
+    from hippocampus.domain.reads.receipts import ReceiptService
     from hippocampus.domain.reads.records import RecordService
     from hippocampus.domain.reads.service import ReadService
     from hippocampus.domain.recall.indexing import Indexer
@@ -139,8 +140,11 @@ def proxied_service(
     )
 
     record_store = DynamoRecordStore(table)
-    record_reads = RecordService(memory, record_store, tracing)
-    forgetter = EpisodeForgetter(memory, episodes, record_store, jobs, archive, tracing, settings.max_words)
+    receipts = DynamoReceiptStore(table)
+    record_reads = RecordService(memory, record_store, tracing, receipts)
+    forgetter = EpisodeForgetter(
+        memory, episodes, record_store, jobs, archive, tracing, settings.max_words, receipts=receipts
+    )
     service = Service(aws.queue_url, boto3.client("sqs"))
     service.get_memory = SimpleNamespace(
         lambda_handler=api_function(
@@ -150,6 +154,7 @@ def proxied_service(
                 read_routes.export_service: lambda: exports,
                 read_routes.list_service: lambda: lists,
                 read_routes.record_service: lambda: record_reads,
+                read_routes.receipt_service: lambda: ReceiptService(receipts, tracing),
             },
         )
     )

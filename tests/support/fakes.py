@@ -370,7 +370,7 @@ class FakeMemoryStore:
         stored = self.record_items.get((tenant_id, user_id), {})
         return [record for _, (record, gen) in sorted(stored.items()) if gen == generation]
 
-    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> bool:
+    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> int | None:
         with self._jobs.lock:
             stored = self.record_items.get((tenant_id, user_id), {})
             held = stored.get(record_id)
@@ -379,11 +379,13 @@ class FakeMemoryStore:
                 or held[1] != generation
                 or self.read_generation(tenant_id, user_id) != generation
             ):
-                return False
+                return None
             del stored[record_id]
-            return True
+            return int(
+                self.vectors.get((tenant_id, user_id), {}).pop(f"record:{record_id}", None) is not None
+            )
 
-    def forget_episode(self, forget: EpisodeForget) -> None:
+    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
         """All of it or nothing, on the conditions the DynamoDB transaction checks."""
         with self._jobs.lock:
             user = self._user(forget.tenant_id, forget.user_id)
@@ -399,6 +401,13 @@ class FakeMemoryStore:
                 if held is None or (held[0].invalidated_at, held[0].episode_ids) != as_read:
                     raise ConditionFailed("a record changed")
             episodes = self.episode_items.get((forget.tenant_id, forget.user_id), {})
+            vectors = self.vectors.get((forget.tenant_id, forget.user_id), {})
+            erased = VectorsErased(
+                episodes=sum(
+                    vectors.pop(f"episode:{_episode_key(e.place)}", None) is not None for e in forget.episodes
+                ),
+                records=sum(vectors.pop(f"record:{r.id}", None) is not None for r in forget.deleted_records),
+            )
             for episode in forget.episodes:
                 episodes.pop(_episode_key(episode.place), None)
             for record in forget.deleted_records:
@@ -416,6 +425,7 @@ class FakeMemoryStore:
                     generation=forget.generation, episode_count=count, version_floor=version
                 )
             self._jobs.add(forget.job, forget.generation)
+            return erased
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         records = self.records(tenant_id, user_id, generation)
@@ -524,7 +534,11 @@ class FakeMemoryStore:
             if fact_ids is None:
                 user.counted_reads.add(user.revision)
             facts = {
-                fact_id: StoredFact(fact, user.sizes.get(fact_id))
+                fact_id: StoredFact(
+                    fact,
+                    user.sizes.get(fact_id),
+                    f"fact:{fact_id}" in self.vectors.get((tenant_id, user_id), {}),
+                )
                 for fact_id, (fact, generation) in sorted(user.facts.items())
                 if generation == user.state.generation and (fact_ids is None or fact_id in fact_ids)
             }
@@ -916,10 +930,19 @@ class Ports:
         return ListService(self.store, self.store, self.jobs, self.tracing)
 
     def forgetter(self) -> EpisodeForgetter:
-        return EpisodeForgetter(self.store, self.store, self.store, self.jobs, self.archive, self.tracing, 50)
+        return EpisodeForgetter(
+            self.store,
+            self.store,
+            self.store,
+            self.jobs,
+            self.archive,
+            self.tracing,
+            50,
+            receipts=self.receipts,
+        )
 
     def records(self) -> RecordService:
-        return RecordService(self.store, self.store, self.tracing)
+        return RecordService(self.store, self.store, self.tracing, self.receipts)
 
     def recall(self) -> RecallService:
         return RecallService(self.store, lambda: self.embedder, self.tracing)

@@ -216,58 +216,59 @@ class Export(ApiModel):
 
 
 class DynamoDbErased(ApiModel):
-    """Items of the memory table a delete erased, by kind. Always in the answer: `memory`, `facts`,
-    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`."""
+    """Items of the memory table a delete erased, by kind."""
 
-    memory: int = 0
-    facts: int = 0
     episodes: int = 0
-    records: int = 0
-    jobs: int = 0
-    job_references: int = 0
+    facts: int = 0
     idempotency_records: int = 0
+    job_references: int = 0
+    jobs: int = 0
+    memory: int = 0
+    records: int = 0
 
 
 class S3Erased(ApiModel):
-    """Objects of the archive bucket a delete erased. Always in the answer: `raw_objects`, `history_objects`."""
+    """Objects of the archive bucket a delete erased."""
 
-    raw_objects: int = 0
     history_objects: int = 0
     object_versions: int = 0
+    raw_items_blanked: int = 0
+    raw_objects: int = 0
 
 
 class QueueErased(ApiModel):
-    """Queued items a delete caught: their messages change nothing. Always in the answer: `messages_skipped`."""
+    """Queued items a delete caught: their messages change nothing."""
 
     messages_skipped: int = 0
 
 
 class VectorsErased(ApiModel):
-    """Embeddings erased with the items they were stored on. Always in the answer: `facts`, `episodes`,
-    `records`."""
+    """Embeddings erased with the items they were stored on."""
 
-    facts: int = 0
     episodes: int = 0
+    facts: int = 0
     records: int = 0
 
 
 class ErasedCounts(ApiModel):
-    """What a delete erased, per store, in counts. Always in the answer: `dynamodb`, `s3`, `queue`, `vectors`."""
+    """What a delete erased, per store, in counts."""
 
     dynamodb: DynamoDbErased | None = None
-    s3: S3Erased | None = None
     queue: QueueErased | None = None
+    s3: S3Erased | None = None
     vectors: VectorsErased | None = None
 
 
 class DeletionReceipt(ApiModel):
     """What forgetting a user erased, in counts, with no content (docs/api.md "Deletion receipts"). Always in
-    the answer: `receipt_id`, `tenant_id`, `user_id`, `generation`, `requested_at`, `completed_at`,
-    `expires_at`, `erased`."""
+    the answer: `receipt_id`, `tenant_id`, `user_id`, `scope`, `target_id`, `generation`, `requested_at`,
+    `completed_at`, `expires_at`, `erased`."""
 
     receipt_id: str
     tenant_id: str | None = None
     user_id: str | None = None
+    scope: Literal["user", "fact", "record", "episode"] | None = None
+    target_id: str | None = None
     generation: int = 0
     requested_at: str | None = None
     completed_at: str | None = None

@@ -123,7 +123,7 @@ def export_service() -> ExportService:
 
 @once
 def record_service() -> RecordService:
-    return RecordService(memory_store(), record_store(), _read_tracing())
+    return RecordService(memory_store(), record_store(), _read_tracing(), receipt_store())
 
 
 @once
@@ -218,6 +218,7 @@ def episode_forgetter() -> "EpisodeForgetter":
         archive(),
         _tracing(),
         get_settings().max_words,
+        receipts=receipt_store(),
     )
 
 

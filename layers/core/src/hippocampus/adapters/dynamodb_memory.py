@@ -109,7 +109,7 @@ class DynamoMemoryStore:
         records = [record_put(*place, change, self._memory_ttl_s) for change in write.records]
         self._table.transact([memory_update, *ledger, *episodes, *records])
 
-    def forget_episode(self, forget: EpisodeForget) -> None:
+    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
         """One transaction: the memory's next version (the summary rebuilt, the episode count down,
         conditional on the version and generation read), the forget's job stored `completed` at it,
         the episode items and the records it alone taught deleted, the others rewritten while they
@@ -127,6 +127,14 @@ class DynamoMemoryStore:
             [forget.job.job_id],
         )
         pk = user_pk(forget.tenant_id, forget.user_id)
+        # Which of them hold a vector, for the receipt: a transaction's Delete returns nothing.
+        episode_keys = [key(pk, episode_sk(e.place)) for e in forget.episodes]
+        record_keys = [key(pk, record_sk(r.id)) for r in forget.deleted_records]
+        with_vectors = {
+            item[SK]
+            for item in decoded_all(self._table.batch_get(episode_keys + record_keys))
+            if VECTOR_MODEL_ATTRIBUTE in item
+        }
         job = [
             job_put(self._table, forget.job, forget.generation, self._job_retention_s),
             job_ref_put(self._table, forget.job, forget.generation, self._job_retention_s),
@@ -155,6 +163,10 @@ class DynamoMemoryStore:
         for chunk in batched(head, TRANSACTION_MAX_ITEMS - 1):
             self._table.transact([check, *chunk])
         self._table.transact([*last, *tail])
+        return VectorsErased(
+            episodes=sum(k[SK]["S"] in with_vectors for k in episode_keys),
+            records=sum(k[SK]["S"] in with_vectors for k in record_keys),
+        )
 
     def _memory_update(self, write: MemoryWrite, episode_change: int) -> dict[str, Any]:
         """The conditional `Update` of the memory item to the version `write` makes."""
@@ -215,7 +227,7 @@ class DynamoMemoryStore:
             memory = next((item for item in items if item[SK] == MEMORY_SK), None)
         state = self.memory_state(memory)
         facts = {
-            item["id"]: StoredFact(fact_of(item), item.get(FACT_SIZE))
+            item["id"]: StoredFact(fact_of(item), item.get(FACT_SIZE), VECTOR_MODEL_ATTRIBUTE in item)
             for item in self._current_facts(items, state.generation)
         }
         memory = memory or {}

@@ -149,8 +149,21 @@ class DynamoRecordStore:
         items = current(self.record_items(tenant_id, user_id), generation, self._table.epoch())
         return [record_of(item) for item in items]
 
-    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> bool:
+    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> int | None:
         pk = user_pk(tenant_id, user_id)
+        # Whether it holds a vector, for the receipt: a transaction's Delete returns nothing. The
+        # indexer never gives an invalidated record a vector, nor a vector a second time.
+        held = (
+            self._table.client()
+            .get_item(
+                TableName=self._table.name,
+                Key=key(pk, record_sk(record_id)),
+                ProjectionExpression=VECTOR_MODEL_ATTRIBUTE,
+                ConsistentRead=True,
+            )
+            .get("Item")
+            or {}
+        )
         try:
             self._table.transact(
                 [
@@ -167,8 +180,8 @@ class DynamoRecordStore:
                 ]
             )
         except ConditionFailed:
-            return False  # no such record, or the user was forgotten since (then it is gone too)
-        return True
+            return None  # no such record, or the user was forgotten since (then it is gone too)
+        return int(VECTOR_MODEL_ATTRIBUTE in held)
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         records = self.records(tenant_id, user_id, generation)

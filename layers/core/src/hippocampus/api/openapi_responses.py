@@ -127,7 +127,8 @@ DELETE_MEMORY: Final = responses(
     }
 )
 DELETE_FACT: Final = responses(
-    {204: no_body("The fact is deleted")}, {404: REQUEST_ERRORS[404] + "; or the user has no such fact"}
+    {204: no_body("The fact is deleted; the receipt's id in `Deletion-Receipt`", receipt=True)},
+    {404: REQUEST_ERRORS[404] + "; or the user has no such fact"},
 )
 HISTORY: Final = responses({200: success("Past versions of the summary, newest first")})
 EXPORT: Final = responses({200: success("Everything stored about the user, one page")}, {422: _CURSOR})
@@ -138,10 +139,16 @@ RECORDS: Final = responses(
     {422: _CURSOR + "; or `as_of` / `known_at` not RFC 3339 with an offset"},
 )
 DELETE_RECORD: Final = responses(
-    {204: no_body("The record is deleted")}, {404: REQUEST_ERRORS[404] + "; or the user has no such record"}
+    {204: no_body("The record is deleted; the receipt's id in `Deletion-Receipt`", receipt=True)},
+    {404: REQUEST_ERRORS[404] + "; or the user has no such record"},
 )
 FORGET_EPISODE: Final = responses(
-    {202: success("Forgotten: the episode and what it alone taught; the job rebuilds the summary")},
+    {
+        202: success(
+            "Forgotten: the episode and what it alone taught; the job rebuilds the summary; the receipt's "
+            "id in `receipt_id` (and `Deletion-Receipt`)"
+        )
+    },
     {
         404: REQUEST_ERRORS[404] + "; or the user has no such episode",
         409: "`write_conflict`: the user's records kept changing under the request: send again",

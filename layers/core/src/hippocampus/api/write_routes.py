@@ -14,6 +14,7 @@ from hippocampus.api.params import EpisodeId, FactId, IdempotencyKey, IfMatch, R
 from hippocampus.api.responses import memory_response, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
+    ForgetResponse,
     IngestRequest,
     JobsResponse,
     MemoryBody,
@@ -120,8 +121,8 @@ def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Respons
     responses=documented.DELETE_FACT,
 )
 def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
-    edits.delete_fact(tenant_id, user_id, fact_id)
-    return Response(status_code=204)
+    receipt = edits.delete_fact(tenant_id, user_id, fact_id)
+    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
 
 
 @router.delete(
@@ -134,8 +135,8 @@ def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Ed
 def delete_record(
     tenant_id: TenantId, user_id: UserId, record_id: RecordId, records: Records
 ) -> Response[None]:
-    records.delete_record(tenant_id, user_id, record_id)
-    return Response(status_code=204)
+    receipt = records.delete_record(tenant_id, user_id, record_id)
+    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
 
 
 @router.delete(
@@ -147,6 +148,9 @@ def delete_record(
 )
 def forget_episode(
     tenant_id: TenantId, user_id: UserId, episode_id: EpisodeId, forgetter: Forgetter
-) -> Response[JobsResponse]:
-    jobs = forgetter.forget(tenant_id, user_id, episode_id)
-    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=jobs)
+) -> Response[ForgetResponse]:
+    forgotten = forgetter.forget(tenant_id, user_id, episode_id)
+    headers = {DELETION_RECEIPT_HEADER: forgotten.receipt_id}
+    return Response(
+        status_code=202, content_type=content_types.APPLICATION_JSON, body=forgotten, headers=headers
+    )

@@ -32,6 +32,7 @@ class StoredFact:
     fact: Fact
     # The bytes it was counted with; None for a fact stored before facts were counted.
     size: int | None
+    has_vector: bool = False  # an embedding is stored on it (erased with it)
 
 
 @dataclass(frozen=True)

@@ -224,6 +224,12 @@ class JobsResponse(Record):
     jobs: list[Job]
 
 
+class ForgetResponse(JobsResponse):
+    """`DELETE …/memory/episodes/{episode_id}`: its job, and the deletion receipt of what went."""
+
+    receipt_id: str
+
+
 class HistoryVersion(Record):
     version: int
     memory: str | None

@@ -21,7 +21,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.recall import Episode
-from hippocampus.contracts.receipts import ArchiveErasure, JobErasure, MemoryErasure
+from hippocampus.contracts.receipts import ArchiveErasure, JobErasure, MemoryErasure, VectorsErased
 from hippocampus.contracts.records import EpisodeForget, RecordWrite
 
 
@@ -232,9 +232,10 @@ class MemoryStore(Protocol):
         the new generation and what was removed."""
         ...
 
-    def forget_episode(self, forget: EpisodeForget) -> None:
+    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
         """All of it in one transaction (docs/api.md "Forget one episode"); ConditionFailed when the
-        memory changed since it was read (a condensation, a delete), or a record did."""
+        memory changed since it was read (a condensation, a delete), or a record did. Returns the
+        vectors erased with the episodes and the records deleted."""
         ...
 
 

@@ -1,11 +1,14 @@
-"""Deletion receipts (docs/api.md "Deletion receipts"): what forgetting a user erased, per store, in
-counts, with the generation and the times, and nothing of the content. A receipt is kept apart
-from the user's data, so it outlives the user, and expires after DELETION_RECEIPT_RETENTION_DAYS.
+"""Deletion receipts (docs/api.md "Deletion receipts"): what a delete erased (a user, a fact, a
+record, an episode), per store, in counts, with the generation and the times, and nothing of the
+content. A receipt is kept apart from the user's data, so it outlives the user, and expires after
+DELETION_RECEIPT_RETENTION_DAYS.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Protocol
+from typing import Final, Literal, Protocol
+
+from pydantic import Field
 
 from hippocampus.contracts.models import Record
 
@@ -16,47 +19,57 @@ RECEIPT_ID_PREFIX: Final = "del_"
 class DynamoDbErased(Record):
     """Items of the memory table, by kind."""
 
-    memory: int  # the summary (1 when there was one; the user's version counter stays, without it)
-    facts: int
-    episodes: int
-    records: int
-    jobs: int  # job records deleted
-    job_references: int  # the user's index of its jobs
-    idempotency_records: int  # Idempotency-Key records
+    memory: int = 0  # the summary (1 when there was one; the user's version counter stays, without it)
+    facts: int = 0
+    episodes: int = 0
+    records: int = 0
+    jobs: int = 0  # job records deleted
+    job_references: int = 0  # the user's index of its jobs
+    idempotency_records: int = 0  # Idempotency-Key records
 
 
 class S3Erased(Record):
-    raw_objects: int  # accepted payloads (raw/)
-    history_objects: int  # past versions of the summary (history/)
+    raw_objects: int = 0  # accepted payloads (raw/)
+    # A forgotten turn blanked in a payload that holds other turns too (the payload stays for them).
+    raw_items_blanked: int = 0
+    history_objects: int = 0  # past versions of the summary (history/)
     object_versions: int = 0  # the bucket is unversioned: a deleted object leaves no version behind
 
 
 class QueueErased(Record):
     # Items accepted before the delete and still queued or being condensed: their jobs end
     # `skipped` (redacted), and their messages change nothing when they arrive.
-    messages_skipped: int
+    messages_skipped: int = 0
 
 
 class VectorsErased(Record):
     """Embeddings, stored on the items they embed (erased with them)."""
 
-    facts: int
-    episodes: int
-    records: int
+    facts: int = 0
+    episodes: int = 0
+    records: int = 0
 
 
 class ErasedCounts(Record):
-    dynamodb: DynamoDbErased
-    s3: S3Erased
-    queue: QueueErased
-    vectors: VectorsErased
+    # Factories, not instances: a model is built on first use, never at import (models.Record).
+    dynamodb: DynamoDbErased = Field(default_factory=DynamoDbErased)
+    s3: S3Erased = Field(default_factory=S3Erased)
+    queue: QueueErased = Field(default_factory=QueueErased)
+    vectors: VectorsErased = Field(default_factory=VectorsErased)
+
+
+DeletionScope = Literal["user", "fact", "record", "episode"]
 
 
 class DeletionReceipt(Record):
     receipt_id: str
     tenant_id: str
     user_id: str
-    generation: int  # the user's life that begins after the delete (what was erased is older)
+    scope: DeletionScope  # what was deleted: the user, or one fact, record or episode of the user
+    target_id: str | None  # the fact's, record's or episode's id (None for the user)
+    # For the user: its life that begins after the delete (what was erased is older); else the
+    # user's life the deleted item belonged to.
+    generation: int
     requested_at: datetime
     completed_at: datetime
     expires_at: datetime  # when the receipt itself is erased

@@ -90,8 +90,9 @@ class RecordStore(Protocol):
         they were recorded in)."""
         ...
 
-    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> bool:
-        """Delete it while the user is at `generation`; False when there is no such record."""
+    def delete_record(self, tenant_id: str, user_id: str, generation: int, record_id: str) -> int | None:
+        """Delete it while the user is at `generation`: the number of vectors erased with it (0 or
+        1); None when there is no such record."""
         ...
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:

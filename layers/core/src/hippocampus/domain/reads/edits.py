@@ -1,10 +1,8 @@
 """Edits by hand: replace the summary (PUT), forget the user (DELETE, with its deletion receipt),
 delete one fact."""
 
-import secrets
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
 from hippocampus.contracts.errors import (
     ConditionFailed,
@@ -18,8 +16,6 @@ from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.receipts import (
-    DELETION_RECEIPT_RETENTION_DAYS,
-    RECEIPT_ID_PREFIX,
     ArchiveErasure,
     DeletionReceipt,
     DynamoDbErased,
@@ -29,14 +25,16 @@ from hippocampus.contracts.receipts import (
     QueueErased,
     ReceiptStore,
     S3Erased,
+    VectorsErased,
 )
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.ingest.fact_rules import stored_size
 from hippocampus.domain.ingest.fact_writes import Backoff
+from hippocampus.domain.reads.receipts import Deletion, issue_receipt
 from hippocampus.domain.reads.service import MemoryRead, memory_body
-from hippocampus.observability import MetricName, logger, record_metric
+from hippocampus.observability import MetricName, record_metric
 
 
 class EditService:
@@ -114,32 +112,18 @@ class EditService:
             jobs = self._jobs.erase_user(tenant_id, user_id, memory.generation)
         with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
             archive = self._archive.erase_user(tenant_id, user_id, memory.generation)
-        completed_at = self._clock()
-        receipt = DeletionReceipt(
-            receipt_id=RECEIPT_ID_PREFIX + secrets.token_hex(12),
-            tenant_id=tenant_id,
-            user_id=user_id,
-            generation=memory.generation,
-            requested_at=requested_at,
-            completed_at=completed_at,
-            expires_at=completed_at + timedelta(days=DELETION_RECEIPT_RETENTION_DAYS),
-            erased=erased_counts(memory, jobs, archive),
-        )
         record_metric(MetricName.DELETES)
-        # Before the receipt is stored, with its counts (no content): should storing it fail (a 503
-        # although the user is erased), the log still tells what went.
-        counts = receipt.erased.model_dump()
-        logger.info(
-            "user forgotten",
-            extra={"tenant_id": tenant_id, "receipt_id": receipt.receipt_id, "erased": counts},
-        )
+        deletion = Deletion(tenant_id, user_id, "user", None, memory.generation, requested_at)
         with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
-            self._receipts.put_receipt(receipt)
-        return receipt
+            return issue_receipt(
+                self._receipts, deletion, erased_counts(memory, jobs, archive), self._clock()
+            )
 
-    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> None:
+    def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> DeletionReceipt:
         """Delete the fact and take it off the user's fact counts in one transaction; decided again
-        on a new read when a concurrent writer changed it meanwhile (domain/ingest/fact_writes.py)."""
+        on a new read when a concurrent writer changed it meanwhile (domain/ingest/fact_writes.py).
+        Then its receipt (docs/api.md "Deletion receipts")."""
+        requested_at = self._clock()
         backoff = Backoff(self._sleep)
         while True:
             with self._tracing.span("dynamodb.read_facts", tenant_id=tenant_id):
@@ -154,9 +138,15 @@ class EditService:
             try:
                 with self._tracing.span("dynamodb.remove_fact", tenant_id=tenant_id):
                     self._store.remove_fact(removal)
-                return
+                break
             except ConditionFailed:
                 backoff.wait()
+        deletion = Deletion(tenant_id, user_id, "fact", fact_id, ledger.generation, requested_at)
+        erased = ErasedCounts(
+            dynamodb=DynamoDbErased(facts=1), vectors=VectorsErased(facts=int(stored.has_vector))
+        )
+        with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
+            return issue_receipt(self._receipts, deletion, erased, self._clock())
 
 
 def erased_counts(memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasure) -> ErasedCounts:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 
 from hippocampus.contracts.errors import ConditionFailed, NotFound, WriteConflict
-from hippocampus.contracts.models import Episode, HistoryVersion, Job, JobsResponse
+from hippocampus.contracts.models import Episode, ForgetResponse, HistoryVersion, Job
 from hippocampus.contracts.ports import (
     ArchiveStore,
     EpisodeStore,
@@ -26,11 +26,13 @@ from hippocampus.contracts.ports import (
     Tracing,
 )
 from hippocampus.contracts.prompt_format import count_words
+from hippocampus.contracts.receipts import DynamoDbErased, ErasedCounts, ReceiptStore, S3Erased
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord, RecordRewrite, RecordStore
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.record_ops import current_records
 from hippocampus.domain.condense.record_summary import summary_from_records
 from hippocampus.domain.history import HistoryArchive
+from hippocampus.domain.reads.receipts import Deletion, issue_receipt
 from hippocampus.observability import logger
 
 FORGET_ATTEMPTS = 3
@@ -73,8 +75,10 @@ class EpisodeForgetter:
         archive: ArchiveStore,
         tracing: Tracing,
         max_words: int,
+        receipts: ReceiptStore,
         clock: Clock = utc_now,
     ) -> None:
+        self._receipts = receipts
         self._store = store
         self._episodes = episodes
         self._records = records
@@ -85,21 +89,30 @@ class EpisodeForgetter:
         self._max_words = max_words
         self._clock = clock
 
-    def forget(self, tenant_id: str, user_id: str, episode_id: str) -> JobsResponse:
+    def forget(self, tenant_id: str, user_id: str, episode_id: str) -> ForgetResponse:
+        requested_at = self._clock()
         state, found = self._find(tenant_id, user_id, episode_id)
-        self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
+        blanked = self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
         for _ in range(FORGET_ATTEMPTS):
             forget = self._plan(tenant_id, user_id, state, found)
             try:
                 with self._tracing.span("dynamodb.forget_episode", tenant_id=tenant_id):
-                    self._store.forget_episode(forget)
+                    vectors = self._store.forget_episode(forget)
             except ConditionFailed:
                 # A condensation, an edit or a delete got there first: decide again on what is there.
                 state, found = self._find(tenant_id, user_id, episode_id)
                 continue
-            self._forget_history(forget)
+            history = self._forget_history(forget)
             logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": forget.job.job_id})
-            return JobsResponse(jobs=[forget.job])
+            deletion = Deletion(tenant_id, user_id, "episode", episode_id, forget.generation, requested_at)
+            erased = ErasedCounts(
+                dynamodb=DynamoDbErased(episodes=len(forget.episodes), records=len(forget.deleted_records)),
+                s3=S3Erased(raw_items_blanked=blanked, history_objects=history),
+                vectors=vectors,
+            )
+            with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
+                receipt = issue_receipt(self._receipts, deletion, erased, self._clock())
+            return ForgetResponse(jobs=[forget.job], receipt_id=receipt.receipt_id)
         raise WriteConflict("the user's memory kept changing; send the request again")
 
     def _find(self, tenant_id: str, user_id: str, episode_id: str) -> tuple[MemoryState, list[Episode]]:
@@ -145,27 +158,32 @@ class EpisodeForgetter:
             job=job,
         )
 
-    def _forget_payloads(self, tenant_id: str, user_id: str, generation: int, episode_id: str) -> None:
+    def _forget_payloads(self, tenant_id: str, user_id: str, generation: int, episode_id: str) -> int:
         """Blank every place of the user's raw payloads that holds the turn (a turn sent again beside
-        new ones is stored again in the later payload)."""
+        new ones is stored again in the later payload); how many were blanked."""
+        blanked = 0
         with self._tracing.span("s3.forget_raw_items", tenant_id=tenant_id):
             for raw_key, payload in self._archive.list_raw(tenant_id, user_id, generation).items():
                 items = payload.get("items") or []
                 for index, item in enumerate(items):
                     if isinstance(item, dict) and item.get("id") == episode_id:
                         self._archive.forget_raw_item(raw_key, index)
+                        blanked += 1
             if self._store.read_generation(tenant_id, user_id) != generation:
                 # A delete of the user swept raw/ meanwhile: a payload written back after it goes too.
                 self._archive.erase_user(tenant_id, user_id, generation + 1)
+        return blanked
 
-    def _forget_history(self, forget: EpisodeForget) -> None:
-        """Every summary version from the first that condensed the episode on, then the rebuilt one."""
+    def _forget_history(self, forget: EpisodeForget) -> int:
+        """Every summary version from the first that condensed the episode on, then the rebuilt one;
+        how many versions were deleted."""
         jobs = self._jobs.get_jobs(forget.tenant_id, [episode.job_id for episode in forget.episodes])
         versions = [job.memory_version for job in jobs.values() if job.memory_version is not None]
         place = (forget.tenant_id, forget.user_id, forget.generation)
+        deleted = 0
         if versions:
             with self._tracing.span("s3.forget_history", tenant_id=forget.tenant_id):
-                self._archive.delete_history_from(*place, min(versions))
+                deleted = self._archive.delete_history_from(*place, min(versions))
         entry = HistoryVersion(
             version=forget.expected_version + 1,
             memory=forget.memory,
@@ -173,3 +191,4 @@ class EpisodeForgetter:
             job_ids=[forget.job.job_id],
         )
         self._history.record(*place, entry)
+        return deleted

@@ -10,8 +10,17 @@ from datetime import datetime
 
 from hippocampus.contracts.errors import NotFound
 from hippocampus.contracts.ports import MemoryStore, Tracing
+from hippocampus.contracts.receipts import (
+    DeletionReceipt,
+    DynamoDbErased,
+    ErasedCounts,
+    ReceiptStore,
+    VectorsErased,
+)
 from hippocampus.contracts.records import MemoryRecord, RecordList, RecordStore
+from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
+from hippocampus.domain.reads.receipts import Deletion, issue_receipt
 
 
 @dataclass(frozen=True)
@@ -40,10 +49,19 @@ def _order(record: MemoryRecord) -> tuple[float, str]:
 
 
 class RecordService:
-    def __init__(self, store: MemoryStore, records: RecordStore, tracing: Tracing) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        records: RecordStore,
+        tracing: Tracing,
+        receipts: ReceiptStore,
+        clock: Clock = utc_now,
+    ) -> None:
         self._store = store
         self._records = records
         self._tracing = tracing
+        self._receipts = receipts
+        self._clock = clock
 
     def all_records(self, tenant_id: str, user_id: str) -> list[MemoryRecord]:
         """Every record of the user's current life, current and invalidated, newest first."""
@@ -62,11 +80,18 @@ class RecordService:
         next_cursor = encode_position([page[-1].valid_from.isoformat(), page[-1].id]) if more else None
         return RecordList(items=page, next_cursor=next_cursor)
 
-    def delete_record(self, tenant_id: str, user_id: str, record_id: str) -> None:
+    def delete_record(self, tenant_id: str, user_id: str, record_id: str) -> DeletionReceipt:
+        """Delete the record; then its receipt (docs/api.md "Deletion receipts")."""
+        requested_at = self._clock()
         with self._tracing.span("dynamodb.delete_record", tenant_id=tenant_id):
             generation = self._store.read_generation(tenant_id, user_id)
-            if not self._records.delete_record(tenant_id, user_id, generation, record_id):
-                raise NotFound(f"record '{record_id}' was not found")
+            vectors = self._records.delete_record(tenant_id, user_id, generation, record_id)
+        if vectors is None:
+            raise NotFound(f"record '{record_id}' was not found")
+        deletion = Deletion(tenant_id, user_id, "record", record_id, generation, requested_at)
+        erased = ErasedCounts(dynamodb=DynamoDbErased(records=1), vectors=VectorsErased(records=vectors))
+        with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
+            return issue_receipt(self._receipts, deletion, erased, self._clock())
 
 
 def _position(cursor: str) -> tuple[float, str]:
