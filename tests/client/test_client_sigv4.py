@@ -10,25 +10,18 @@ from urllib.parse import quote
 
 import httpx2
 import pytest
+from aws_credentials import KEY, SECRET, TOKEN, environment_credentials
 from client_test_servers import memory_body
 
 from hippocampus_client import ConfigurationError, MemoryClient, MissingDependencyError, SigV4Transport
 
 API = "https://abc123.execute-api.eu-west-1.amazonaws.com/dev/"
-KEY, SECRET, TOKEN = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "session-token-1"
 
 
 @pytest.fixture(autouse=True)
 def fake_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Credentials from the environment only: no profile, no instance metadata."""
-    for name in ("AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    environment_credentials(monkeypatch, tmp_path)
 
 
 def signed_client(endpoint: str, seen: list[httpx2.Request], **options: Any) -> MemoryClient:

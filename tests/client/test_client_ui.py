@@ -16,10 +16,9 @@ from typing import Any
 
 import httpx2
 import pytest
+from aws_credentials import KEY, environment_credentials
 
 from hippocampus_client.ui_server import UiServer
-
-KEY, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
 
 class Upstream:
@@ -77,13 +76,7 @@ def upstream() -> Iterator[Upstream]:
 
 @pytest.fixture
 def credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    environment_credentials(monkeypatch, tmp_path, token=None)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ The suite drives the service only over HTTP. Locally it starts `python -m local_
 targets that deployed API instead and signs each request with SigV4.
 """
 
+import json
 import os
 import random
 import re
@@ -335,3 +336,26 @@ def stub_calls_with(stub: Any, *words: str) -> int:
         if any(word in text for word in words):
             count += 1
     return count
+
+
+# A model that answers the built-in prompt with records (test_e2e_records.py, the memory browser's test).
+_PARIS = re.compile(r"(rec_[0-9a-f]+) \| location \| [^|]+\| \S+ lives in Paris\.")
+
+
+def structured_reply(body: dict[str, Any], moved: str = "{who} lives in Berlin.") -> str:
+    """What a model following the built-in prompt answers: asked with a JSON schema, the summary and
+    the record operations; the move invalidates the Paris record the prompt lists, with the record
+    `moved` (`{who}`: the user's name)."""
+    assert body["response_format"]["type"] == "json_schema", "the condenser asks for structured outputs"
+    prompt = "\n".join(str(m.get("content", "")) for m in body["messages"] if m.get("role") == "user")
+    keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
+    name = re.search(r"<<<USER_NAME>>>\n(\w+)", prompt)
+    who = name.group(1) if name else "The user"
+    paris = _PARIS.search(prompt)
+    if "moved to Berlin" in prompt and paris:
+        move = ("invalidate", paris.group(1), moved.format(who=who), "location", None, ["t2"])
+        answer = {"summary": f"{who} lives in Berlin.", "operations": [dict(zip(keys, move, strict=True))]}
+    else:
+        add = ("add", None, f"{who} lives in Paris.", "location", None, ["t1"])
+        answer = {"summary": f"{who} lives in Paris.", "operations": [dict(zip(keys, add, strict=True))]}
+    return json.dumps(answer)

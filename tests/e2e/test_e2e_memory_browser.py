@@ -8,16 +8,14 @@ test fails rather than skips without them. Screenshots of the main views go to b
 (or $HIPPOCAMPUS_SCREENSHOTS).
 """
 
-import json
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import ROOT, Api
+from e2e_support import ROOT, Api, structured_reply
 
 from tests.support.waiting import wait_for
 
@@ -31,22 +29,11 @@ HOSTILE_TURN = (
     'I moved to Berlin. <script>window.__pwned = "turn"</script> <img src=x onerror="window.__pwned=1">'
 )
 HOSTILE_RECORD = 'Ana lives in Berlin <img src=x onerror="window.__pwned=2">'
-_PARIS = re.compile(r"(rec_[0-9a-f]+) \| location \| [^|]+\| Ana lives in Paris\.")
 
 
 def ui_reply(body: dict[str, Any]) -> str:
-    """A model following the built-in prompt: Paris first; then the move, a record with hostile text
-    that invalidates the Paris record the prompt lists."""
-    prompt = "\n".join(str(m.get("content", "")) for m in body["messages"] if m.get("role") == "user")
-    keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
-    paris = _PARIS.search(prompt)
-    if "moved to Berlin" in prompt and paris:
-        operation = ("invalidate", paris.group(1), HOSTILE_RECORD, "location", None, ["t2"])
-        summary = "Ana lives in Berlin."
-    else:
-        operation = ("add", None, "Ana lives in Paris.", "location", None, ["t1"])
-        summary = "Ana lives in Paris."
-    return json.dumps({"summary": summary, "operations": [dict(zip(keys, operation, strict=True))]})
+    """Paris first; then the move, a record with hostile text that invalidates the Paris record."""
+    return structured_reply(body, moved=HOSTILE_RECORD)
 
 
 @pytest.fixture(scope="module")

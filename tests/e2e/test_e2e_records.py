@@ -3,34 +3,12 @@ outputs (docs/api.md "Records", "Forget one episode"): a move recorded as the en
 address, `as_of` answering what was true then, and forgetting the turn that said the move bringing
 the old address back and rebuilding the summary without it."""
 
-import json
-import re
 from typing import Any
 
 import pytest
-from e2e_support import Api
+from e2e_support import Api, structured_reply
 
 pytestmark = pytest.mark.e2e
-
-_PARIS = re.compile(r"(rec_[0-9a-f]+) \| location \| [^|]+\| \S+ lives in Paris\.")
-
-
-def structured_reply(body: dict[str, Any]) -> str:
-    """What a model following the built-in prompt answers: asked with a JSON schema, the summary and
-    the record operations; the move invalidates the Paris record the prompt lists."""
-    assert body["response_format"]["type"] == "json_schema", "the condenser asks for structured outputs"
-    prompt = "\n".join(str(m.get("content", "")) for m in body["messages"] if m.get("role") == "user")
-    keys = ("op", "record_id", "text", "category", "valid_from", "source_items")
-    name = re.search(r"<<<USER_NAME>>>\n(\w+)", prompt)
-    who = name.group(1) if name else "The user"
-    paris = _PARIS.search(prompt)
-    if "moved to Berlin" in prompt and paris:
-        move = ("invalidate", paris.group(1), f"{who} lives in Berlin.", "location", None, ["t2"])
-        answer = {"summary": f"{who} lives in Berlin.", "operations": [dict(zip(keys, move, strict=True))]}
-    else:
-        add = ("add", None, f"{who} lives in Paris.", "location", None, ["t1"])
-        answer = {"summary": f"{who} lives in Paris.", "operations": [dict(zip(keys, add, strict=True))]}
-    return json.dumps(answer)
 
 
 def records(api: Api, tenant: str, user: str, **params: str) -> list[str]:
