@@ -118,12 +118,18 @@ CLIENT_MODELS = (
     ClientModel("S3Erased", "S3Erased", "Objects of the archive bucket a delete erased."),
     ClientModel("QueueErased", "QueueErased", "Queued items a delete caught: their messages change nothing."),
     ClientModel("VectorsErased", "VectorsErased", "Embeddings erased with the items they were stored on."),
-    ClientModel("ErasedCounts", "ErasedCounts", "What a delete erased, per store, in counts."),
+    ClientModel(
+        "ErasedCounts",
+        "ErasedCounts",
+        "What a delete erased, per store, in counts.",
+        requires=("dynamodb", "s3", "queue", "vectors"),
+    ),
     ClientModel(
         "DeletionReceipt",
         "DeletionReceipt",
-        'What forgetting a user erased, in counts, with no content (docs/api.md "Deletion receipts").',
-        requires=("receipt_id",),
+        "What a delete erased (the user, a fact, a record or an episode), in counts, with no content "
+        '(docs/api.md "Deletion receipts").',
+        requires=("receipt_id", "scope", "erased"),
     ),
     ClientModel("Pair", "ConversationPair", "One user turn and the assistant's answer.", request=True),
     ClientModel(

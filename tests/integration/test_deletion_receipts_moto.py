@@ -184,5 +184,24 @@ def test_deleting_a_fact_a_record_or_an_episode_leaves_a_receipt_of_that_one(ser
     erased = receipt["erased"]
     assert (receipt["scope"], receipt["target_id"]) == ("episode", "t1")
     assert (erased["dynamodb"]["episodes"], erased["dynamodb"]["records"]) == (1, len(taught))
-    assert erased["s3"]["raw_items_blanked"] == 1 and erased["s3"]["raw_objects"] == 0
+    # t1 came alone in its request: its payload held only it, and goes.
+    assert erased["s3"]["raw_objects"] == 1 and erased["s3"]["raw_items_blanked"] == 0
     assert erased["s3"]["history_objects"] >= 1  # every version that condensed it
+
+
+def test_a_job_sent_again_after_its_retention_is_forgotten_with_both_references(service, aws):
+    """A job id comes back after its record expired: two references name it until DynamoDB removes
+    the expired one, and the delete still goes through (BatchGetItem refuses a key given twice)."""
+    job = service.call("POST", USER, {"items": [{"id": "t1", "text": "I sell candles."}]}).body["jobs"][0]
+    table = boto3.client("dynamodb")
+    ref = {
+        "pk": {"S": "T#acme#U#alice#I"},
+        "sk": {"S": f"JOB#0000000000001#{job['job_id']}"},
+        "generation": {"N": "0"},
+    }
+    table.put_item(TableName=aws.table_name, Item=ref)  # the expired one's, still there
+    answer = service.call("DELETE", USER)
+    assert answer.status == 204, answer.body
+    receipt = service.call("GET", f"{USER}/deletions/{answer.headers['deletion-receipt']}").body
+    assert receipt["erased"]["dynamodb"]["job_references"] == 2
+    assert receipt["erased"]["queue"]["messages_skipped"] == 1

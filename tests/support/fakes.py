@@ -70,6 +70,7 @@ from hippocampus.contracts.ports import (
     MemoryWrite,
     MovedLetters,
     NewJob,
+    RawForgotten,
     RawSource,
 )
 from hippocampus.contracts.recall import Episode, IndexMessage
@@ -77,6 +78,7 @@ from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vecto
 from hippocampus.contracts.receipts import (
     ArchiveErasure,
     DeletionReceipt,
+    EpisodeErasure,
     JobErasure,
     MemoryErasure,
     VectorsErased,
@@ -385,7 +387,7 @@ class FakeMemoryStore:
                 self.vectors.get((tenant_id, user_id), {}).pop(f"record:{record_id}", None) is not None
             )
 
-    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
+    def forget_episode(self, forget: EpisodeForget) -> EpisodeErasure:
         """All of it or nothing, on the conditions the DynamoDB transaction checks."""
         with self._jobs.lock:
             user = self._user(forget.tenant_id, forget.user_id)
@@ -402,6 +404,7 @@ class FakeMemoryStore:
                     raise ConditionFailed("a record changed")
             episodes = self.episode_items.get((forget.tenant_id, forget.user_id), {})
             vectors = self.vectors.get((forget.tenant_id, forget.user_id), {})
+            present = sum(record.id in stored for record in forget.deleted_records)
             erased = VectorsErased(
                 episodes=sum(
                     vectors.pop(f"episode:{_episode_key(e.place)}", None) is not None for e in forget.episodes
@@ -425,7 +428,7 @@ class FakeMemoryStore:
                     generation=forget.generation, episode_count=count, version_floor=version
                 )
             self._jobs.add(forget.job, forget.generation)
-            return erased
+            return EpisodeErasure(records=present, vectors=erased)
 
     def trim_records(self, tenant_id: str, user_id: str, generation: int, keep: int) -> int:
         records = self.records(tenant_id, user_id, generation)
@@ -689,13 +692,15 @@ class FakeArchive:
             del versions[found]
         return len(doomed)
 
-    def forget_raw_item(self, key: str, index: int) -> None:
+    def forget_raw_item(self, key: str, index: int) -> RawForgotten:
         items = self.raw.get(key, {}).get("items")
-        if not isinstance(items, list) or index >= len(items):
-            return
+        if not isinstance(items, list) or index >= len(items) or items[index] is None:
+            return "absent"
         items[index] = None
         if all(item is None for item in items):
             self.delete_raw(key)
+            return "deleted"
+        return "blanked"
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         hook, self.before_history = self.before_history, None

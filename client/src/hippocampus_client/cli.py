@@ -246,8 +246,9 @@ def forget(state: CliState, user: str, fact_id: str | None, record_id: str | Non
 @click.argument("receipt_id", type=ID)
 @pass_state
 def deletion(state: CliState, user: str, receipt_id: str) -> None:
-    """Print what forgetting USER erased: the deletion receipt RECEIPT_ID `forget` printed (counts per
-    store, the generation and the times; docs/api.md "Deletion receipts")."""
+    """Print what a delete of USER's memory erased: the deletion receipt RECEIPT_ID (`forget` prints
+    the one of forgetting the user): counts per store, the generation and the times (docs/api.md
+    "Deletion receipts")."""
     receipt = required(state.client().deletion(user, receipt_id))
     emit_json(receipt.model_dump(mode="json"))
 

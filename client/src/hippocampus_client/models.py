@@ -216,64 +216,67 @@ class Export(ApiModel):
 
 
 class DynamoDbErased(ApiModel):
-    """Items of the memory table a delete erased, by kind."""
+    """Items of the memory table a delete erased, by kind. Always in the answer: `memory`, `facts`,
+    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`."""
 
-    episodes: int = 0
-    facts: int = 0
-    idempotency_records: int = 0
-    job_references: int = 0
-    jobs: int = 0
     memory: int = 0
+    facts: int = 0
+    episodes: int = 0
     records: int = 0
+    jobs: int = 0
+    job_references: int = 0
+    idempotency_records: int = 0
 
 
 class S3Erased(ApiModel):
-    """Objects of the archive bucket a delete erased."""
+    """Objects of the archive bucket a delete erased. Always in the answer: `raw_objects`,
+    `raw_items_blanked`, `history_objects`, `object_versions`."""
 
+    raw_objects: int = 0
+    raw_items_blanked: int = 0
     history_objects: int = 0
     object_versions: int = 0
-    raw_items_blanked: int = 0
-    raw_objects: int = 0
 
 
 class QueueErased(ApiModel):
-    """Queued items a delete caught: their messages change nothing."""
+    """Queued items a delete caught: their messages change nothing. Always in the answer: `messages_skipped`."""
 
     messages_skipped: int = 0
 
 
 class VectorsErased(ApiModel):
-    """Embeddings erased with the items they were stored on."""
+    """Embeddings erased with the items they were stored on. Always in the answer: `facts`, `episodes`,
+    `records`."""
 
-    episodes: int = 0
     facts: int = 0
+    episodes: int = 0
     records: int = 0
 
 
 class ErasedCounts(ApiModel):
-    """What a delete erased, per store, in counts."""
+    """What a delete erased, per store, in counts. Always in the answer: `dynamodb`, `s3`, `queue`, `vectors`."""
 
-    dynamodb: DynamoDbErased | None = None
-    queue: QueueErased | None = None
-    s3: S3Erased | None = None
-    vectors: VectorsErased | None = None
+    dynamodb: DynamoDbErased
+    s3: S3Erased
+    queue: QueueErased
+    vectors: VectorsErased
 
 
 class DeletionReceipt(ApiModel):
-    """What forgetting a user erased, in counts, with no content (docs/api.md "Deletion receipts"). Always in
-    the answer: `receipt_id`, `tenant_id`, `user_id`, `scope`, `target_id`, `generation`, `requested_at`,
-    `completed_at`, `expires_at`, `erased`."""
+    """What a delete erased (the user, a fact, a record or an episode), in counts, with no content
+    (docs/api.md "Deletion receipts"). Always in the answer: `receipt_id`, `tenant_id`, `user_id`, `scope`,
+    `target_id`, `generation`, `requested_at`, `completed_at`, `expires_at`, `erased`."""
 
     receipt_id: str
     tenant_id: str | None = None
     user_id: str | None = None
-    scope: Literal["user", "fact", "record", "episode"] | None = None
+    scope: Literal["user", "fact", "record", "episode"]
     target_id: str | None = None
     generation: int = 0
     requested_at: str | None = None
     completed_at: str | None = None
     expires_at: str | None = None
-    erased: ErasedCounts | None = None
+    erased: ErasedCounts
 
 
 class Pair(ApiModel):

@@ -148,7 +148,8 @@ def delete(tenant: str, user: str) -> Program[bool]:
 def forget(tenant: str, user: str) -> Program[str]:
     """Forget the user; the id of the deletion receipt (a header over HTTP, the body when invoked)."""
     reply = yield calls.delete_memory(tenant, user)
-    receipt = reply.headers.get("deletion-receipt") or (reply.data or {}).get("receipt_id")
+    data = reply.data if isinstance(reply.data, dict) else {}
+    receipt = reply.headers.get("deletion-receipt") or data.get("receipt_id")
     if not isinstance(receipt, str) or not receipt:
         raise MalformedResponseError("the delete named no deletion receipt")
     return receipt

@@ -179,7 +179,7 @@ class MemoryClient(ClientBase):
         return self._run(programs.forget(self.tenant, user), "forget")
 
     def deletion(self, user: str, receipt_id: str) -> DeletionReceipt | None:
-        """The deletion receipt: what forgetting the user erased, in counts; None on error."""
+        """A deletion receipt of the user: what a delete erased, in counts; None on error."""
         return self._run(programs.deletion(self.tenant, user, receipt_id), "deletion")
 
     def delete_fact(self, user: str, fact_id: str) -> bool:

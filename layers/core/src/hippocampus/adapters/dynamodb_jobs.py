@@ -204,7 +204,10 @@ class DynamoJobStore:
                 records.append(item)
             elif generation_of(item) < generation:  # not a job of the user's new life
                 references.append(item)
-        job_keys = [key(job_pk(tenant_id, ref_job_id(ref[SK])), JOB_SK) for ref in references]
+        # A job id comes once (BatchGetItem refuses a key twice), though a job re-sent after its
+        # retention has a second reference while DynamoDB has not removed the expired one yet.
+        job_ids = dict.fromkeys(ref_job_id(ref[SK]) for ref in references)
+        job_keys = [key(job_pk(tenant_id, job_id), JOB_SK) for job_id in job_ids]
         # Every job record stored, expired ones too (DynamoDB removes those lazily, and they still
         # name their item): one in flight is kept, redacted; every other one goes.
         skipped, gone = 0, []

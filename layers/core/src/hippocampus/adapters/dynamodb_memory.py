@@ -51,7 +51,7 @@ from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.names import USERS_INDEX_NAME, USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
 from hippocampus.contracts.ports import MemoryState, MemoryWrite
-from hippocampus.contracts.receipts import MemoryErasure, VectorsErased
+from hippocampus.contracts.receipts import EpisodeErasure, MemoryErasure, VectorsErased
 from hippocampus.contracts.records import EpisodeForget
 
 # DynamoDB's TransactWriteItems takes at most 100 writes.
@@ -109,7 +109,7 @@ class DynamoMemoryStore:
         records = [record_put(*place, change, self._memory_ttl_s) for change in write.records]
         self._table.transact([memory_update, *ledger, *episodes, *records])
 
-    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
+    def forget_episode(self, forget: EpisodeForget) -> EpisodeErasure:
         """One transaction: the memory's next version (the summary rebuilt, the episode count down,
         conditional on the version and generation read), the forget's job stored `completed` at it,
         the episode items and the records it alone taught deleted, the others rewritten while they
@@ -127,14 +127,12 @@ class DynamoMemoryStore:
             [forget.job.job_id],
         )
         pk = user_pk(forget.tenant_id, forget.user_id)
-        # Which of them hold a vector, for the receipt: a transaction's Delete returns nothing.
+        # What is there and which hold a vector, for the receipt: a transaction's Delete returns
+        # nothing (a record deleted by itself meanwhile is its own receipt's, not this one's).
         episode_keys = [key(pk, episode_sk(e.place)) for e in forget.episodes]
         record_keys = [key(pk, record_sk(r.id)) for r in forget.deleted_records]
-        with_vectors = {
-            item[SK]
-            for item in decoded_all(self._table.batch_get(episode_keys + record_keys))
-            if VECTOR_MODEL_ATTRIBUTE in item
-        }
+        found = {item[SK]: item for item in decoded_all(self._table.batch_get(episode_keys + record_keys))}
+        with_vectors = {sk for sk, item in found.items() if VECTOR_MODEL_ATTRIBUTE in item}
         job = [
             job_put(self._table, forget.job, forget.generation, self._job_retention_s),
             job_ref_put(self._table, forget.job, forget.generation, self._job_retention_s),
@@ -163,10 +161,11 @@ class DynamoMemoryStore:
         for chunk in batched(head, TRANSACTION_MAX_ITEMS - 1):
             self._table.transact([check, *chunk])
         self._table.transact([*last, *tail])
-        return VectorsErased(
+        vectors = VectorsErased(
             episodes=sum(k[SK]["S"] in with_vectors for k in episode_keys),
             records=sum(k[SK]["S"] in with_vectors for k in record_keys),
         )
+        return EpisodeErasure(records=sum(k[SK]["S"] in found for k in record_keys), vectors=vectors)
 
     def _memory_update(self, write: MemoryWrite, episode_change: int) -> dict[str, Any]:
         """The conditional `Update` of the memory item to the version `write` makes."""

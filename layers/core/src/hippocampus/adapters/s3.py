@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import HistoryVersion
 from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX
+from hippocampus.contracts.ports import RawForgotten
 from hippocampus.contracts.receipts import ArchiveErasure
 
 # History keys sort newest first: S3 lists keys in ascending order.
@@ -72,16 +73,17 @@ class S3Archive:
     def delete_raw(self, key: str) -> None:
         self._client().delete_object(Bucket=self._bucket, Key=key)
 
-    def forget_raw_item(self, key: str, index: int) -> None:
+    def forget_raw_item(self, key: str, index: int) -> RawForgotten:
         payload = self._get_json(key)
         items = payload.get("items") if payload else None
-        if not isinstance(items, list) or index >= len(items):
-            return
+        if not isinstance(items, list) or index >= len(items) or items[index] is None:
+            return "absent"
         items[index] = None  # the others keep their places: their messages point at them
         if any(item is not None for item in items):
             self._put_json(key, {**payload, "items": items})  # type: ignore[dict-item]
-        else:
-            self.delete_raw(key)
+            return "blanked"
+        self.delete_raw(key)
+        return "deleted"
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         self._put_json(

@@ -56,13 +56,16 @@ STORAGE_ERRORS: Final[Mapping[int, str]] = {
 _CURSOR: Final = REQUEST_ERRORS[422] + ", or a `cursor` this service did not give"
 
 
-def success(description: str, *, model: str | None = None, etag: bool = False) -> OpenAPIResponse:
+def success(
+    description: str, *, model: str | None = None, etag: bool = False, receipt: bool = False
+) -> OpenAPIResponse:
     """A success with a JSON body: `model`'s, else the one the handler's return annotation names."""
     response: OpenAPIResponse = {"description": description}
     if model is not None:
         response["content"] = {JSON: {"schema": schema_ref(model)}}
-    if etag:
-        response["headers"] = dict(_ETAG)
+    headers = {**(_ETAG if etag else {}), **(_RECEIPT if receipt else {})}
+    if headers:
+        response["headers"] = headers
     return response
 
 
@@ -146,7 +149,8 @@ FORGET_EPISODE: Final = responses(
     {
         202: success(
             "Forgotten: the episode and what it alone taught; the job rebuilds the summary; the receipt's "
-            "id in `receipt_id` (and `Deletion-Receipt`)"
+            "id in `receipt_id` (and `Deletion-Receipt`)",
+            receipt=True,
         )
     },
     {
@@ -159,7 +163,7 @@ JOB: Final = responses(
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
 )
 DELETION: Final = responses(
-    {200: success("The receipt: what was erased, per store, in counts; the generation and the times")},
+    {200: success("The receipt: what the delete erased, per store, in counts; the generation and the times")},
     {404: REQUEST_ERRORS[404] + "; or no such receipt of this user (unknown, expired, or another user's)"},
 )
 JOBS: Final = responses({200: success("One page of the user's jobs, newest first")}, {422: _CURSOR})

@@ -235,7 +235,7 @@ def list_users(
 
 @router.get(
     powertools_path(DELETION_PATH),
-    summary="What forgetting the user erased: a deletion receipt",
+    summary="What a delete erased: a deletion receipt",
     operation_id="getDeletion",
     tags=["memory"],
     responses=documented.DELETION,

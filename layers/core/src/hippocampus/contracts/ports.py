@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from hippocampus.contracts.fact_ports import FactCommit, FactLedger, FactRemoval
 from hippocampus.contracts.models import (
@@ -21,7 +21,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.recall import Episode
-from hippocampus.contracts.receipts import ArchiveErasure, JobErasure, MemoryErasure, VectorsErased
+from hippocampus.contracts.receipts import ArchiveErasure, EpisodeErasure, JobErasure, MemoryErasure
 from hippocampus.contracts.records import EpisodeForget, RecordWrite
 
 
@@ -232,10 +232,10 @@ class MemoryStore(Protocol):
         the new generation and what was removed."""
         ...
 
-    def forget_episode(self, forget: EpisodeForget) -> VectorsErased:
+    def forget_episode(self, forget: EpisodeForget) -> EpisodeErasure:
         """All of it in one transaction (docs/api.md "Forget one episode"); ConditionFailed when the
         memory changed since it was read (a condensation, a delete), or a record did. Returns the
-        vectors erased with the episodes and the records deleted."""
+        records deleted and the vectors erased with them and the episodes."""
         ...
 
 
@@ -265,6 +265,9 @@ class EpisodeStore(Protocol):
         ...
 
 
+RawForgotten = Literal["blanked", "deleted", "absent"]
+
+
 class ArchiveStore(Protocol):
     """Raw payloads of accepted items and past versions of the summary."""
 
@@ -281,9 +284,9 @@ class ArchiveStore(Protocol):
 
     def delete_raw(self, key: str) -> None: ...
 
-    def forget_raw_item(self, key: str, index: int) -> None:
+    def forget_raw_item(self, key: str, index: int) -> RawForgotten:
         """Blank the item at `index` of the payload (the others keep their places); the payload
-        goes when nothing is left in it."""
+        goes when nothing is left in it. Says which of the two it did (or neither: no such item)."""
         ...
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None: ...

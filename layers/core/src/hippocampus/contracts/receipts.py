@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal, Protocol
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from hippocampus.contracts.models import Record
 
@@ -16,7 +16,12 @@ DELETION_RECEIPT_RETENTION_DAYS: Final = 400  # over a year: an audit finds last
 RECEIPT_ID_PREFIX: Final = "del_"
 
 
-class DynamoDbErased(Record):
+class Counts(Record):
+    # Every count is in every receipt (0 when nothing of the kind went): required in the schema too.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+
+class DynamoDbErased(Counts):
     """Items of the memory table, by kind."""
 
     memory: int = 0  # the summary (1 when there was one; the user's version counter stays, without it)
@@ -28,21 +33,22 @@ class DynamoDbErased(Record):
     idempotency_records: int = 0  # Idempotency-Key records
 
 
-class S3Erased(Record):
+class S3Erased(Counts):
     raw_objects: int = 0  # accepted payloads (raw/)
-    # A forgotten turn blanked in a payload that holds other turns too (the payload stays for them).
+    # A forgotten turn blanked in a payload that holds other turns too (the payload stays for them;
+    # a payload that held only it is deleted, and counted in raw_objects).
     raw_items_blanked: int = 0
     history_objects: int = 0  # past versions of the summary (history/)
     object_versions: int = 0  # the bucket is unversioned: a deleted object leaves no version behind
 
 
-class QueueErased(Record):
+class QueueErased(Counts):
     # Items accepted before the delete and still queued or being condensed: their jobs end
     # `skipped` (redacted), and their messages change nothing when they arrive.
     messages_skipped: int = 0
 
 
-class VectorsErased(Record):
+class VectorsErased(Counts):
     """Embeddings, stored on the items they embed (erased with them)."""
 
     facts: int = 0
@@ -50,7 +56,7 @@ class VectorsErased(Record):
     records: int = 0
 
 
-class ErasedCounts(Record):
+class ErasedCounts(Counts):
     # Factories, not instances: a model is built on first use, never at import (models.Record).
     dynamodb: DynamoDbErased = Field(default_factory=DynamoDbErased)
     s3: S3Erased = Field(default_factory=S3Erased)
@@ -94,6 +100,14 @@ class JobErasure:
     job_references: int
     idempotency_records: int
     skipped: int  # jobs in flight, kept redacted as `skipped`
+
+
+@dataclass(frozen=True)
+class EpisodeErasure:
+    """What forgetting one episode removed of the memory partition, as found just before."""
+
+    records: int  # the records it alone taught that were still there to delete
+    vectors: VectorsErased
 
 
 @dataclass(frozen=True)

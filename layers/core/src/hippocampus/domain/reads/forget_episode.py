@@ -13,6 +13,7 @@ condensed the episode on is erased: each later version was written from it.
 """
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 
 from hippocampus.contracts.errors import ConditionFailed, NotFound, WriteConflict
@@ -92,12 +93,12 @@ class EpisodeForgetter:
     def forget(self, tenant_id: str, user_id: str, episode_id: str) -> ForgetResponse:
         requested_at = self._clock()
         state, found = self._find(tenant_id, user_id, episode_id)
-        blanked = self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
+        raw = self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
         for _ in range(FORGET_ATTEMPTS):
             forget = self._plan(tenant_id, user_id, state, found)
             try:
                 with self._tracing.span("dynamodb.forget_episode", tenant_id=tenant_id):
-                    vectors = self._store.forget_episode(forget)
+                    erasure = self._store.forget_episode(forget)
             except ConditionFailed:
                 # A condensation, an edit or a delete got there first: decide again on what is there.
                 state, found = self._find(tenant_id, user_id, episode_id)
@@ -106,9 +107,11 @@ class EpisodeForgetter:
             logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": forget.job.job_id})
             deletion = Deletion(tenant_id, user_id, "episode", episode_id, forget.generation, requested_at)
             erased = ErasedCounts(
-                dynamodb=DynamoDbErased(episodes=len(forget.episodes), records=len(forget.deleted_records)),
-                s3=S3Erased(raw_items_blanked=blanked, history_objects=history),
-                vectors=vectors,
+                dynamodb=DynamoDbErased(episodes=len(forget.episodes), records=erasure.records),
+                s3=S3Erased(
+                    raw_objects=raw["deleted"], raw_items_blanked=raw["blanked"], history_objects=history
+                ),
+                vectors=erasure.vectors,
             )
             with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
                 receipt = issue_receipt(self._receipts, deletion, erased, self._clock())
@@ -158,21 +161,23 @@ class EpisodeForgetter:
             job=job,
         )
 
-    def _forget_payloads(self, tenant_id: str, user_id: str, generation: int, episode_id: str) -> int:
+    def _forget_payloads(
+        self, tenant_id: str, user_id: str, generation: int, episode_id: str
+    ) -> Counter[str]:
         """Blank every place of the user's raw payloads that holds the turn (a turn sent again beside
-        new ones is stored again in the later payload); how many were blanked."""
-        blanked = 0
+        new ones is stored again in the later payload); how many were blanked, and how many payloads
+        went with it (it was all they held)."""
+        done: Counter[str] = Counter()
         with self._tracing.span("s3.forget_raw_items", tenant_id=tenant_id):
             for raw_key, payload in self._archive.list_raw(tenant_id, user_id, generation).items():
                 items = payload.get("items") or []
                 for index, item in enumerate(items):
                     if isinstance(item, dict) and item.get("id") == episode_id:
-                        self._archive.forget_raw_item(raw_key, index)
-                        blanked += 1
+                        done[self._archive.forget_raw_item(raw_key, index)] += 1
             if self._store.read_generation(tenant_id, user_id) != generation:
                 # A delete of the user swept raw/ meanwhile: a payload written back after it goes too.
                 self._archive.erase_user(tenant_id, user_id, generation + 1)
-        return blanked
+        return done
 
     def _forget_history(self, forget: EpisodeForget) -> int:
         """Every summary version from the first that condensed the episode on, then the rebuilt one;
