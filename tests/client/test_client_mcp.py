@@ -367,14 +367,24 @@ def test_forget_one_fact_or_the_whole_user_only_when_confirmed(
     fake: FakeHippocampus, client: MemoryClient
 ) -> None:
     fake.answers["DELETE", MEMORY + "/facts/pay"] = (204, {}, b"")
-    fake.answers["DELETE", MEMORY] = (204, {}, b"")
+    fake.answers["DELETE", MEMORY] = (204, {"Deletion-Receipt": "del_0123"}, b"")
     one = call(client, "forget", {"user_id": "alice", "fact_id": "pay"})
-    assert one.structured_content == {"user_id": "alice", "forgotten": "fact", "fact_id": "pay"}
+    assert one.structured_content == {
+        "user_id": "alice",
+        "forgotten": "fact",
+        "fact_id": "pay",
+        "receipt_id": None,
+    }
     refused = error_text(call(client, "forget", {"user_id": "alice"}))
     assert "invalid_input" in refused and "confirm" in refused
     assert fake.bodies() == [("DELETE", MEMORY + "/facts/pay", None)]
     everything = call(client, "forget", {"user_id": "alice", "confirm": True})
-    assert everything.structured_content == {"user_id": "alice", "forgotten": "user", "fact_id": None}
+    assert everything.structured_content == {
+        "user_id": "alice",
+        "forgotten": "user",
+        "fact_id": None,
+        "receipt_id": "del_0123",
+    }
     assert fake.bodies()[-1] == ("DELETE", MEMORY, None)
 
 
@@ -552,7 +562,12 @@ def test_a_string_is_taken_as_sent_not_parsed_as_json(fake: FakeHippocampus, cli
     fake.answers["DELETE", MEMORY + "/facts/null"] = (204, {}, b"")
     fake.answers["DELETE", MEMORY] = (204, {}, b"")
     one = call(client, "forget", {"user_id": "alice", "fact_id": "null", "confirm": True})
-    assert one.structured_content == {"user_id": "alice", "forgotten": "fact", "fact_id": "null"}
+    assert one.structured_content == {
+        "user_id": "alice",
+        "forgotten": "fact",
+        "fact_id": "null",
+        "receipt_id": None,
+    }
     assert fake.bodies() == [("DELETE", MEMORY + "/facts/null", None)]  # the fact, not the whole user
     text = error_text(call(client, "recall", {"user_id": "alice", "query": "q", "types": '["fact"]'}))
     assert text.endswith('types: must be a list (got "[\\"fact\\"]")')

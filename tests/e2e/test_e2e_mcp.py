@@ -33,7 +33,12 @@ def test_a_fact_remembered_through_mcp_is_recalled_and_forgotten(api: Api, tenan
     assert found.structured_content is not None
     assert [(r["type"], r["id"]) for r in found.structured_content["results"]] == [("fact", "pay")]
     assert found.structured_content["results"][0]["text"] == text
-    assert forgotten.structured_content == {"user_id": user, "forgotten": "fact", "fact_id": "pay"}
+    assert forgotten.structured_content == {
+        "user_id": user,
+        "forgotten": "fact",
+        "fact_id": "pay",
+        "receipt_id": None,
+    }
     assert again.is_error and "not_found (HTTP 404)" in str(again.content)
 
 

@@ -140,3 +140,5 @@ class ForgetResult(BaseModel):
     user_id: str
     forgotten: Literal["user", "fact"]
     fact_id: str | None = None
+    # The user's: the id of the deletion receipt, what the forget erased (docs/api.md "Deletion receipts").
+    receipt_id: str | None = None

@@ -248,8 +248,8 @@ class MemoryTools:
                 return ForgetResult(user_id=user_id, forgotten="fact", fact_id=fact_id)
             if not confirm:
                 raise InvalidInputError("forgetting the whole user needs confirm=true (or give a fact_id)")
-            self.client.delete(user_id)
-            return ForgetResult(user_id=user_id, forgotten="user")
+            receipt_id = self.client.forget(user_id)
+            return ForgetResult(user_id=user_id, forgotten="user", receipt_id=receipt_id)
 
 
 def _item(
