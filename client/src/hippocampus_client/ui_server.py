@@ -23,7 +23,7 @@ from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 
@@ -78,8 +78,8 @@ class UiServer:
 
     def page_url(self, tenant: str | None = None, user: str | None = None) -> str:
         """The page's URL with this run's key (and the tenant and user to open)."""
-        given = (("key", self.key), ("tenant", tenant), ("user", user))
-        return f"{self.url}/ui/?" + "&".join(f"{name}={value}" for name, value in given if value)
+        given = {"key": self.key, "tenant": tenant, "user": user}
+        return f"{self.url}/ui/?" + urlencode({name: value for name, value in given.items() if value})
 
     def start(self) -> "UiServer":
         serve = lambda: self._server.serve_forever(poll_interval=0.1)  # noqa: E731 - a stop takes ≤ 0.1 s

@@ -4,7 +4,6 @@ What a delete sweeps, an export lists, and the condenser reads to find the turns
 the records it holds (docs/architecture.md "Storage layout").
 """
 
-from datetime import datetime
 from typing import Any
 
 from hippocampus.adapters.dynamodb_items import Item
@@ -28,11 +27,7 @@ def job_ref_put(table: Table, job: Job, generation: int, retention_s: int) -> di
 
 def ref_sk(job: Job) -> str:
     """`JOB#<created, ms>#<job id>`: references sort by creation, so the newest come first in a query."""
-    return ref_sk_at(job.created_at, job.job_id)
-
-
-def ref_sk_at(created_at: datetime, job_id: str) -> str:
-    return f"{JOB_REF_PREFIX}{int(created_at.timestamp() * 1000):013d}#{job_id}"
+    return f"{JOB_REF_PREFIX}{int(job.created_at.timestamp() * 1000):013d}#{job.job_id}"
 
 
 def ref_job_id(sk: str) -> str:

@@ -179,7 +179,7 @@ class DynamoJobStore:
         last_examined: str | None = None
         refs = (ref for ref in self._table.query(request) if ref[SK]["S"] != below)
         for batch in batched(refs, limit + 1):
-            live = [ref[SK]["S"] for ref in batch if not is_expired(decoded(ref), epoch)]
+            live = {ref[SK]["S"] for ref in batch if not is_expired(decoded(ref), epoch)}
             stored = self.get_jobs(tenant_id, [ref_job_id(sk) for sk in live])
             for ref in batch:
                 sk = ref[SK]["S"]

@@ -63,15 +63,16 @@ def success(
     response: OpenAPIResponse = {"description": description}
     if model is not None:
         response["content"] = {JSON: {"schema": schema_ref(model)}}
-    headers = {**(_ETAG if etag else {}), **(_RECEIPT if receipt else {})}
-    if headers:
-        response["headers"] = headers
-    return response
+    return _with_headers(response, etag, receipt)
 
 
 def no_body(description: str, *, etag: bool = False, receipt: bool = False) -> OpenAPIResponse:
     # Powertools fills in an absent `content`; an empty one stays, and `api/openapi.py` drops it.
     response: OpenAPIResponse = {"description": description, "content": {}}
+    return _with_headers(response, etag, receipt)
+
+
+def _with_headers(response: OpenAPIResponse, etag: bool, receipt: bool) -> OpenAPIResponse:
     headers = {**(_ETAG if etag else {}), **(_RECEIPT if receipt else {})}
     if headers:
         response["headers"] = headers

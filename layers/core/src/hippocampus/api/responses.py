@@ -14,6 +14,7 @@ import re
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from hippocampus.contracts.models import MemoryBody
+from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
 from hippocampus.domain.reads.service import MemoryRead
 
 _MEMORY_ETAG = re.compile(r'^(?:W/)?"(\d+)(?:-[0-9a-f]{12})?"$')
@@ -60,3 +61,13 @@ def conditional_memory_response(read: MemoryRead, if_none_match: str | None) -> 
     return Response(
         status_code=200, content_type=content_types.APPLICATION_JSON, body=read.body, headers={"ETag": etag}
     )
+
+
+def receipt_headers(receipt_id: str) -> dict[str, str]:
+    """The header naming a delete's receipt (docs/api.md "Deletion receipts")."""
+    return {DELETION_RECEIPT_HEADER: receipt_id}
+
+
+def deleted(receipt_id: str) -> Response[None]:
+    """204, naming the delete's receipt."""
+    return Response(status_code=204, headers=receipt_headers(receipt_id))

@@ -11,7 +11,7 @@ from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.api.params import EpisodeId, FactId, IdempotencyKey, IfMatch, RecordId, TenantId, UserId
-from hippocampus.api.responses import memory_response, version_of_etag
+from hippocampus.api.responses import deleted, memory_response, receipt_headers, version_of_etag
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
     ForgetResponse,
@@ -20,7 +20,6 @@ from hippocampus.contracts.models import (
     MemoryBody,
     PutMemoryRequest,
 )
-from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
 from hippocampus.contracts.routes import EPISODE_PATH, FACT_PATH, MEMORY_PATH, RECORD_PATH, powertools_path
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.forget_episode import EpisodeForgetter
@@ -110,7 +109,7 @@ def put_memory(
 )
 def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Response[None]:
     receipt = edits.delete_memory(tenant_id, user_id)
-    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
+    return deleted(receipt.receipt_id)
 
 
 @router.delete(
@@ -122,7 +121,7 @@ def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Respons
 )
 def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Edits) -> Response[None]:
     receipt = edits.delete_fact(tenant_id, user_id, fact_id)
-    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
+    return deleted(receipt.receipt_id)
 
 
 @router.delete(
@@ -136,7 +135,7 @@ def delete_record(
     tenant_id: TenantId, user_id: UserId, record_id: RecordId, records: Records
 ) -> Response[None]:
     receipt = records.delete_record(tenant_id, user_id, record_id)
-    return Response(status_code=204, headers={DELETION_RECEIPT_HEADER: receipt.receipt_id})
+    return deleted(receipt.receipt_id)
 
 
 @router.delete(
@@ -150,7 +149,7 @@ def forget_episode(
     tenant_id: TenantId, user_id: UserId, episode_id: EpisodeId, forgetter: Forgetter
 ) -> Response[ForgetResponse]:
     forgotten = forgetter.forget(tenant_id, user_id, episode_id)
-    headers = {DELETION_RECEIPT_HEADER: forgotten.receipt_id}
+    headers = receipt_headers(forgotten.receipt_id)
     return Response(
         status_code=202, content_type=content_types.APPLICATION_JSON, body=forgotten, headers=headers
     )
