@@ -37,15 +37,18 @@ class RuntimeEnvironment:
     unset: tuple[str, ...]
 
 
-def uses_bedrock(user_env: Mapping[str, str]) -> bool:
-    """Whether the LLM or the embeddings are Bedrock's: moto plays no Bedrock, the real one is reached."""
+def reaches_aws(user_env: Mapping[str, str]) -> bool:
+    """Whether a model is AWS's own: the LLM or the embeddings Bedrock's, or the PII detector Amazon
+    Comprehend. moto plays neither (its Comprehend answers a canned entity list), so the real one
+    is reached, with the user's credentials."""
     variables = ("MEMORY_LLM_PROVIDER", "MEMORY_EMBEDDING_PROVIDER")
-    return any(user_env.get(name, "").strip().lower() == "bedrock" for name in variables)
+    bedrock = any(user_env.get(name, "").strip().lower() == "bedrock" for name in variables)
+    return bedrock or user_env.get("MEMORY_PII_DETECTOR", "").strip().lower() == "comprehend"
 
 
 def aws_region(user_env: Mapping[str, str]) -> str:
-    """us-east-1 locally; with Bedrock, the user's region (Bedrock is reached for real)."""
-    if uses_bedrock(user_env):
+    """us-east-1 locally; with Bedrock or Comprehend, the user's region (reached for real)."""
+    if reaches_aws(user_env):
         return user_env.get("AWS_REGION") or user_env.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
     return DEFAULT_REGION
 
@@ -79,9 +82,9 @@ def runtime_environment(
     )
     for service in MOTO_SERVICES:
         values[f"AWS_ENDPOINT_URL_{service}"] = aws_endpoint
-    if uses_bedrock(user_env):
-        # Bedrock is reached for real, with the user's own credentials and region; only the
-        # services above go to moto.
+    if reaches_aws(user_env):
+        # Bedrock or Comprehend is reached for real, with the user's own credentials and region;
+        # only the services above go to moto.
         unset.append("AWS_ENDPOINT_URL")
     else:
         values["AWS_ENDPOINT_URL"] = aws_endpoint

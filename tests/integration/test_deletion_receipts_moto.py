@@ -52,6 +52,7 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
             "jobs": kinds["REF"] - 1,  # the turn in flight is kept, redacted, as `skipped`
             "job_references": kinds["REF"],
             "idempotency_records": kinds["IDEMPOTENCY"],
+            "pii_placeholders": 0,
         },
         "s3": {
             "raw_objects": objects["raw"],

@@ -35,6 +35,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from hippocampus.adapters.dynamodb_episodes import episode_sk
 from hippocampus.adapters.dynamodb_records import trim_order
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+from hippocampus.adapters.pii.patterns import PatternDetector
 from hippocampus.api import openapi, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
@@ -62,6 +63,7 @@ from hippocampus.contracts.models import (
     JobStatus,
 )
 from hippocampus.contracts.names import FACT_SETTLE_S
+from hippocampus.contracts.pii import PiiValue
 from hippocampus.contracts.ports import (
     Embedder,
     LanguageModel,
@@ -91,6 +93,7 @@ from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 from hippocampus.domain.condense.queued import QueuedItem
 from hippocampus.domain.condense.redrive import DeadLetterRedrive
 from hippocampus.domain.ingest.service import IngestService
+from hippocampus.domain.privacy.masking import Masker
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.forget_episode import EpisodeForgetter
@@ -657,6 +660,34 @@ class FakeMemoryStore:
             )
 
 
+class FakePlaceholderStore:
+    """A user's placeholder numbers, per life: numbering checks the user's generation as the real
+    store's transaction does."""
+
+    def __init__(self, store: FakeMemoryStore) -> None:
+        self._store = store
+        self.numbered: dict[tuple[str, str], tuple[int, dict[PiiValue, int]]] = {}
+
+    def numbers(
+        self, tenant_id: str, user_id: str, generation: int, values: Sequence[PiiValue]
+    ) -> dict[PiiValue, int]:
+        if self._store.read_generation(tenant_id, user_id) != generation:
+            raise ConditionFailed("the user was deleted", frozenset({0}))
+        life, known = self.numbered.get((tenant_id, user_id), (generation, {}))
+        known = known if life == generation else {}
+        for value in values:
+            if value not in known:
+                known[value] = 1 + sum(1 for numbered in known if numbered.kind == value.kind)
+        self.numbered[(tenant_id, user_id)] = (generation, known)
+        return {value: known[value] for value in values}
+
+    def known_numbers(self, tenant_id: str, user_id: str, values: Sequence[PiiValue]) -> dict[PiiValue, int]:
+        life, known = self.numbered.get((tenant_id, user_id), (-1, {}))
+        if life != self._store.read_generation(tenant_id, user_id):
+            return {}
+        return {value: known[value] for value in values if value in known}
+
+
 class FakeArchive:
     def __init__(self) -> None:
         self.raw: dict[str, dict[str, Any]] = {}
@@ -696,11 +727,18 @@ class FakeArchive:
         items = self.raw.get(key, {}).get("items")
         if not isinstance(items, list) or index >= len(items) or items[index] is None:
             return "absent"
-        items[index] = None
+        self.replace_raw_items(key, {index: None})
+        return "blanked" if key in self.raw else "deleted"
+
+    def replace_raw_items(self, key: str, places: Mapping[int, Mapping[str, Any] | None]) -> None:
+        items = self.raw.get(key, {}).get("items")
+        if not isinstance(items, list):
+            return
+        for index, item in places.items():
+            if index < len(items) and items[index] is not None:
+                items[index] = None if item is None else deepcopy(dict(item))
         if all(item is None for item in items):
             self.delete_raw(key)
-            return "deleted"
-        return "blanked"
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         hook, self.before_history = self.before_history, None
@@ -917,9 +955,15 @@ class Ports:
     receipts: FakeReceiptStore = field(default_factory=FakeReceiptStore)
     store: FakeMemoryStore = field(init=False)
     embedder: Embedder | None = field(default_factory=OfflineEmbedder)
+    pii: bool = False  # MEMORY_PII=mask, with the pattern detector
+    placeholders: FakePlaceholderStore = field(init=False)
+    masker: Masker | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.store = FakeMemoryStore(self.jobs)
+        self.placeholders = FakePlaceholderStore(self.store)
+        if self.pii:
+            self.masker = Masker(PatternDetector(), self.placeholders)
 
     @property
     def idempotency(self) -> IdempotencyRecords:
@@ -950,7 +994,7 @@ class Ports:
         return RecordService(self.store, self.store, self.tracing, self.receipts)
 
     def recall(self) -> RecallService:
-        return RecallService(self.store, lambda: self.embedder, self.tracing)
+        return RecallService(self.store, lambda: self.embedder, self.tracing, masker=self.masker)
 
     def indexer(self) -> Indexer:
         return Indexer(self.store, lambda: self.embedder)
@@ -1017,7 +1061,13 @@ class Ports:
 
     def ingest(self, clock: Clock = utc_now) -> IngestService:
         return IngestService(
-            self.store, self.jobs, self.archive, lambda: self.queue, self.tracing, clock=clock
+            self.store,
+            self.jobs,
+            self.archive,
+            lambda: self.queue,
+            self.tracing,
+            clock=clock,
+            masker=self.masker,
         )
 
     def idempotent_ingest(self) -> IdempotentIngest:
@@ -1025,7 +1075,13 @@ class Ports:
 
     def edits(self, max_words: int = 50) -> EditService:
         return EditService(
-            self.store, self.jobs, self.archive, self.tracing, max_words, receipts=self.receipts
+            self.store,
+            self.jobs,
+            self.archive,
+            self.tracing,
+            max_words,
+            receipts=self.receipts,
+            masker=self.masker,
         )
 
     def consolidation(
@@ -1034,6 +1090,7 @@ class Ports:
         condenser = Condenser(model, max_words)
         options.setdefault("episodes", self.store)
         options.setdefault("records", self.store)
+        options.setdefault("masker", self.masker)
         return ConsolidationService(
             self.store, self.jobs, self.archive, lambda: condenser, self.tracing, **options
         )

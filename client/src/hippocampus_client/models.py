@@ -217,7 +217,7 @@ class Export(ApiModel):
 
 class DynamoDbErased(ApiModel):
     """Items of the memory table a delete erased, by kind. Always in the answer: `memory`, `facts`,
-    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`."""
+    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`, `pii_placeholders`."""
 
     memory: int = 0
     facts: int = 0
@@ -226,6 +226,7 @@ class DynamoDbErased(ApiModel):
     jobs: int = 0
     job_references: int = 0
     idempotency_records: int = 0
+    pii_placeholders: int = 0
 
 
 class S3Erased(ApiModel):

@@ -52,6 +52,7 @@ class MetricName(StrEnum):
     RECORD_OPERATIONS_DROPPED = "RecordOperationsDropped"
     ANSWER_SCHEMA_RETRIES = "AnswerSchemaRetries"
     RECORDS_TRIMMED = "RecordsTrimmed"
+    PII_VALUES_MASKED = "PiiValuesMasked"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -40,6 +40,7 @@ from hippocampus.contracts.names import (
     default_model,
     max_llm_timeout_s,
 )
+from hippocampus.contracts.pii import PiiDetectorName, PiiMode
 from hippocampus.contracts.records import DEFAULT_MAX_RECORDS
 
 ENV_PREFIX = "MEMORY_"
@@ -79,6 +80,10 @@ class Settings(BaseModel):
     max_episodes: int = Field(2_000, ge=1, le=10_000)
     # Records kept per user (contracts/records.py): past it, the oldest invalidated go first.
     max_records: int = Field(DEFAULT_MAX_RECORDS, ge=10, le=10_000)
+
+    # Personal data masked before any model sees it (domain/privacy/masking.py).
+    pii: PiiMode = "off"
+    pii_detector: PiiDetectorName = "patterns"
 
     # Retention.
     ttl_days: int | None = Field(None, ge=1)

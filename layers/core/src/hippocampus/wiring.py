@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
     from hippocampus.domain.condense.redrive import DeadLetterRedrive
     from hippocampus.domain.ingest.service import IngestService
+    from hippocampus.domain.privacy.masking import Masker
     from hippocampus.domain.reads.edits import EditService
     from hippocampus.domain.reads.forget_episode import EpisodeForgetter
     from hippocampus.domain.recall.indexing import Indexer
@@ -158,10 +159,23 @@ def query_embedder() -> "Embedder | None":
 
 
 @once
+def masker() -> "Masker | None":
+    """PII masking (MEMORY_PII=mask) with the configured detector; None when it is off."""
+    settings = get_settings()
+    if settings.pii == "off":
+        return None
+    from hippocampus.adapters.dynamodb_placeholders import DynamoPlaceholderStore
+    from hippocampus.adapters.pii.factory import make_pii_detector
+    from hippocampus.domain.privacy.masking import Masker
+
+    return Masker(make_pii_detector(settings.pii_detector), DynamoPlaceholderStore(_table()))
+
+
+@once
 def recall_service() -> "RecallService":
     from hippocampus.domain.recall.service import RecallService
 
-    return RecallService(recall_store(), query_embedder, _read_tracing())
+    return RecallService(recall_store(), query_embedder, _read_tracing(), masker=masker())
 
 
 @once
@@ -183,7 +197,7 @@ def ingest_service() -> "IngestService":
     from hippocampus.domain.ingest.service import IngestService
 
     tracing = _tracing()
-    return IngestService(memory_store(), job_store(), archive(), job_queue, tracing)
+    return IngestService(memory_store(), job_store(), archive(), job_queue, tracing, masker=masker())
 
 
 @once
@@ -202,7 +216,13 @@ def edit_service() -> "EditService":
 
     settings = get_settings()
     return EditService(
-        memory_store(), job_store(), archive(), _tracing(), settings.max_words, receipts=receipt_store()
+        memory_store(),
+        job_store(),
+        archive(),
+        _tracing(),
+        settings.max_words,
+        receipts=receipt_store(),
+        masker=masker(),
     )
 
 
@@ -251,6 +271,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         llm_timeout_s=settings.llm_timeout_s,  # the time budgets of users and LLM calls
         prompt_max_chars=settings.prompt_max_chars,
         burst_window_s=settings.burst_window_ms / 1000,
+        masker=masker(),
     )
 
 
@@ -284,6 +305,7 @@ def ingest_handler() -> LambdaHandler:
     from hippocampus.api import write_routes
 
     get_settings().require("queue_url")
+    masker()  # with MEMORY_PII=mask, a detector that cannot load fails the cold start
     return api_function(
         [write_routes.router],
         {
@@ -301,6 +323,7 @@ def recall_handler() -> LambdaHandler:
 
     get_settings().require("table_name")
     query_embedder()  # a bad embedding configuration fails the cold start, naming the variable
+    masker()
     return api_function(
         [recall_routes.router],
         {recall_routes.recall_service: recall_service},
@@ -344,6 +367,7 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
     from hippocampus.api.queue_batch import condenser_function
 
     reconciler, redrive = dead_letter_services(job_store)
+    masker()
     if model is None:
         consolidation_service()
         embedder()  # a bad embedding configuration fails the cold start too

@@ -33,6 +33,7 @@ from hippocampus.adapters.dynamodb_table import (
     FACT_SIZE,
     FACTS_SETTLING_UNTIL,
     MEMORY_SK,
+    PII_PREFIX,
     RECORD_PREFIX,
     Table,
     generation_check,
@@ -269,7 +270,7 @@ class DynamoMemoryStore:
         older = [
             item
             for item in decoded_all(self._table.query_partition(pk, projection=projection))
-            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX))
+            if item[SK].startswith((FACT_PREFIX, EPISODE_PREFIX, RECORD_PREFIX, PII_PREFIX))
             and generation_of(item) < generation
         ]
         self._table.batch_delete([key(item[PK], item[SK]) for item in older])
@@ -289,6 +290,7 @@ class DynamoMemoryStore:
                 episodes=erased(EPISODE_PREFIX, vectors=True),
                 records=erased(RECORD_PREFIX, vectors=True),
             ),
+            placeholders=erased(PII_PREFIX),
         )
 
     def list_users(self, tenant_id: str, limit: int, after: str | None) -> tuple[list[str], bool]:

@@ -5,6 +5,7 @@ Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `FACT#<id>`    one fact
 - `T#<tenant>#U#<user>` / `EPISODE#<ms>#…#<job>` one condensed turn (recall), by when it happened
 - `T#<tenant>#U#<user>` / `RECORD#<id>`  one record (ids sort by when they were recorded)
+- `T#<tenant>#U#<user>` / `PII#KEY`, `PII#V#<digest>` PII masking's placeholder numbers
 - `T#<tenant>#U#<user>#I` / `JOB#<ms>#<job>` the user's index: one reference per job, by creation
 - `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
@@ -33,6 +34,8 @@ FACT_PREFIX: Final = "FACT#"
 EPISODE_PREFIX: Final = "EPISODE#"
 # After `MEMORY`: a memory read (FACT# up to MEMORY) never touches them.
 RECORD_PREFIX: Final = "RECORD#"
+# PII masking's digest key and numbered values (adapters/dynamodb_placeholders.py), between the two.
+PII_PREFIX: Final = "PII#"
 # On the memory item: episodes written since the last trim (adapters/dynamodb_episodes.py).
 EPISODE_COUNT: Final = "episode_count"
 JOB_SK: Final = "JOB"

@@ -74,13 +74,25 @@ class S3Archive:
         self._client().delete_object(Bucket=self._bucket, Key=key)
 
     def forget_raw_item(self, key: str, index: int) -> RawForgotten:
+        return self._rewrite_raw(key, {index: None})
+
+    def replace_raw_items(self, key: str, places: Mapping[int, Mapping[str, Any] | None]) -> None:
+        self._rewrite_raw(key, places)
+
+    def _rewrite_raw(self, key: str, places: Mapping[int, Mapping[str, Any] | None]) -> RawForgotten:
         payload = self._get_json(key)
         items = payload.get("items") if payload else None
-        if not isinstance(items, list) or index >= len(items) or items[index] is None:
+        present = isinstance(items, list) and any(
+            index < len(items) and items[index] is not None for index in places
+        )
+        if not present:
             return "absent"
-        items[index] = None  # the others keep their places: their messages point at them
+        assert payload is not None and isinstance(items, list)
+        for index, item in places.items():  # the others keep their places: their messages point at them
+            if index < len(items) and items[index] is not None:
+                items[index] = item
         if any(item is not None for item in items):
-            self._put_json(key, {**payload, "items": items})  # type: ignore[dict-item]
+            self._put_json(key, {**payload, "items": items})
             return "blanked"
         self.delete_raw(key)
         return "deleted"

@@ -289,6 +289,11 @@ class ArchiveStore(Protocol):
         goes when nothing is left in it. Says which of the two it did (or neither: no such item)."""
         ...
 
+    def replace_raw_items(self, key: str, places: Mapping[int, Mapping[str, Any] | None]) -> None:
+        """Put each item of `places` at its index of the payload (None blanks it); the payload goes
+        when nothing is left in it. A payload erased already stays erased."""
+        ...
+
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None: ...
 
     def list_history(

@@ -31,6 +31,8 @@ class DynamoDbErased(Counts):
     jobs: int = 0  # job records deleted
     job_references: int = 0  # the user's index of its jobs
     idempotency_records: int = 0  # Idempotency-Key records
+    # With PII masking: the user's digest key and the numbers of its values (never the values).
+    pii_placeholders: int = 0
 
 
 class S3Erased(Counts):
@@ -92,6 +94,7 @@ class MemoryErasure:
     episodes: int
     records: int
     vectors: VectorsErased
+    placeholders: int = 0  # the PII placeholders' items: the user's digest key and its numbered values
 
 
 @dataclass(frozen=True)

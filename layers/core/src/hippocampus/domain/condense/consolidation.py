@@ -56,6 +56,7 @@ from hippocampus.domain.condense.record_ops import (
 )
 from hippocampus.domain.condense.record_summary import summary_from_records
 from hippocampus.domain.history import HistoryArchive
+from hippocampus.domain.privacy.masking import Masker
 from hippocampus.observability import MetricName, logger, record_metric, record_tenant_usage
 
 WRITE_ATTEMPTS = 3
@@ -113,9 +114,10 @@ class ConsolidationService:
         max_episodes: int = DEFAULT_MAX_EPISODES,
         burst_window_s: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
+        masker: Masker | None = None,
     ) -> None:
         self._prompt_max_chars = prompt_max_chars
-        self._contents = ItemContents(jobs, archive, tracing)
+        self._contents = ItemContents(jobs, archive, tracing, masker)
         self._episodes = episodes
         self._records = records
         self._max_records = max_records
@@ -269,6 +271,7 @@ class ConsolidationService:
             require_time_for_a_call(deadline)
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
             if self._apply(Attempt(chunk, inputs, episodes[:count], state, records, shown), deadline):
+                self._contents.completed(chunk)
                 pending, lost, written = pending[count:], 0, state.generation
                 if state.episode_count + count > self._max_episodes:
                     self._trim_episodes(tenant_id, user_id)

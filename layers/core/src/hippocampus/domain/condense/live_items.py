@@ -1,12 +1,20 @@
-"""The items a condensation still has to apply, with their content read back from the archive."""
+"""The items a condensation still has to apply, with their content read back from the archive.
 
-from collections.abc import Sequence
+With PII masking (docs/architecture.md "PII masking") the content is masked as it is read, and the
+archive keeps the masked item from then on: a retry, a redrive from the DLQ and the payload's
+retention never hold the original again. Once its job is completed, an item's place is erased.
+"""
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
 from hippocampus.domain.condense.queued import QueuedItem
+from hippocampus.domain.privacy.masking import Masker, UserScope
 from hippocampus.observability import MetricName, logger, record_metric
 
 PAYLOAD_MISSING = JobError(code="payload_missing", message="the accepted payload is no longer stored")
@@ -24,10 +32,13 @@ class LiveItem:
 
 
 class ItemContents:
-    def __init__(self, jobs: JobStore, archive: ArchiveStore, tracing: Tracing) -> None:
+    def __init__(
+        self, jobs: JobStore, archive: ArchiveStore, tracing: Tracing, masker: Masker | None = None
+    ) -> None:
         self._jobs = jobs
         self._archive = archive
         self._tracing = tracing
+        self._masker = masker
 
     def live(self, pending: Sequence[QueuedItem], state: MemoryState) -> list[LiveItem]:
         """Items still to apply with their content; those superseded by a delete become `skipped`."""
@@ -49,7 +60,38 @@ class ItemContents:
                 logger.warning("accepted payload missing", extra={"job_id": message.job_id})
                 continue
             live.append(LiveItem(item, content))
-        return live
+        if self._masker is None or not live:
+            return live
+        return self._masked(live, state.generation, self._masker)
+
+    def completed(self, items: Sequence[QueuedItem]) -> None:
+        """With masking, erase the payloads of items whose jobs were just completed (best effort:
+        what is left is masked, and the archive's lifecycle rule expires it)."""
+        if self._masker is None:
+            return
+        places: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
+        for item in items:
+            places[item.message.raw_key][item.message.raw_index] = None
+        try:
+            for raw_key, blanks in places.items():
+                self._archive.replace_raw_items(raw_key, blanks)
+        except Exception:
+            logger.exception("could not erase the payloads of condensed items")
+
+    def _masked(self, live: list[LiveItem], generation: int, masker: Masker) -> list[LiveItem]:
+        first = live[0].queued.message
+        scope = UserScope(first.tenant_id, first.user_id, generation)
+        with self._tracing.span("pii.mask", tenant_id=first.tenant_id, job_id=first.job_id):
+            masked = masker.mask_items(scope, [entry.content for entry in live])
+        places: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
+        for entry, item in zip(live, masked, strict=True):
+            if item != entry.content:
+                message = entry.queued.message
+                places[message.raw_key][message.raw_index] = item.model_dump(mode="json")
+        # Before any model sees the items: from here on the archive holds them masked.
+        for raw_key, replaced in places.items():
+            self._archive.replace_raw_items(raw_key, replaced)
+        return [LiveItem(entry.queued, item) for entry, item in zip(live, masked, strict=True)]
 
     def _raw_item(
         self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]

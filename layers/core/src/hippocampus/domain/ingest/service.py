@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hippocampus.contracts.errors import DependencyUnavailable, UserDeleted, WriteConflict
+from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted, WriteConflict
 from hippocampus.contracts.models import (
     CondenseMessage,
     IngestItem,
@@ -34,6 +34,7 @@ from hippocampus.contracts.ports import (
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.ingest.fact_writes import FactWriter
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
+from hippocampus.domain.privacy.masking import Masker, UserScope
 from hippocampus.observability import MetricName, logger, record_metric
 
 
@@ -75,8 +76,10 @@ class IngestService:
         tracing: Tracing,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
+        masker: Masker | None = None,
     ) -> None:
         self._store = store
+        self._masker = masker
         self._facts = FactWriter(store, tracing, clock, sleep)
         self._jobs = jobs
         self._archive = archive
@@ -109,6 +112,8 @@ class IngestService:
         facts = [(index, item) for index, item in enumerate(items) if index not in by_index]
         fact_jobs: dict[int, Job] = {}
         stored_facts = 0
+        if facts and self._masker is not None:
+            facts = self._masked_facts(tenant_id, user_id, facts, self._masker)
         if facts:  # first: a request refused for a fact limit writes nothing, its turns included
             written = self._facts.write(tenant_id, user_id, facts, upsert)
             generation, fact_jobs, stored_facts = written.generation, written.jobs, written.stored
@@ -125,6 +130,19 @@ class IngestService:
         return JobsResponse(
             jobs=[turn_jobs[i] if i in turn_jobs else fact_jobs[i] for i in range(len(items))]
         )
+
+    def _masked_facts(
+        self, tenant_id: str, user_id: str, facts: list[tuple[int, IngestItem]], masker: Masker
+    ) -> list[tuple[int, IngestItem]]:
+        """Facts are stored as sent, so they are masked here (turns are masked by the condenser,
+        before any model sees them: docs/architecture.md "PII masking")."""
+        generation = self._store.read_generation(tenant_id, user_id)
+        try:
+            with self._tracing.span("pii.mask", tenant_id=tenant_id):
+                masked = masker.mask_items(UserScope(tenant_id, user_id, generation), [i for _, i in facts])
+        except ConditionFailed as error:
+            raise UserDeleted("the user was deleted while its facts were masked") from error
+        return [(index, item) for (index, _), item in zip(facts, masked, strict=True)]
 
     def _accept(self, turns: _Turns) -> tuple[dict[int, Job], bool]:
         """Store the turns' raw payload, create their jobs together and queue the new ones, with the

@@ -32,6 +32,7 @@ from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
 from hippocampus.domain.ingest.fact_rules import stored_size
 from hippocampus.domain.ingest.fact_writes import Backoff
+from hippocampus.domain.privacy.masking import Masker, UserScope
 from hippocampus.domain.reads.receipts import Deletion, issue_receipt
 from hippocampus.domain.reads.service import MemoryRead, memory_body
 from hippocampus.observability import MetricName, record_metric
@@ -48,8 +49,10 @@ class EditService:
         receipts: ReceiptStore,
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
+        masker: Masker | None = None,
     ) -> None:
         self._store = store
+        self._masker = masker
         self._receipts = receipts
         self._sleep = sleep
         self._jobs = jobs
@@ -87,8 +90,14 @@ class EditService:
         if state.version != expected_version:
             raise VersionConflict(f"memory is at version {state.version}, not {expected_version}")
         now = self._clock()
-        write = MemoryWrite(tenant_id, user_id, state.last_version, state.generation, text, words, now)
         try:
+            if (
+                self._masker is not None
+            ):  # the next condensation's prompt shows it (docs/architecture.md "PII masking")
+                scope = UserScope(tenant_id, user_id, state.generation)
+                text = self._masker.mask_texts(scope, [text])[0]
+                words = count_words(text)
+            write = MemoryWrite(tenant_id, user_id, state.last_version, state.generation, text, words, now)
             with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id):
                 self._store.write_memory(write)
         except ConditionFailed as error:
@@ -159,6 +168,7 @@ def erased_counts(memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasu
             jobs=jobs.jobs,
             job_references=jobs.job_references,
             idempotency_records=jobs.idempotency_records,
+            pii_placeholders=memory.placeholders,
         ),
         s3=S3Erased(raw_objects=archive.raw_objects, history_objects=archive.history_objects),
         queue=QueueErased(messages_skipped=jobs.skipped),

@@ -28,6 +28,7 @@ from hippocampus.contracts.recall import (
 from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.contracts.records import MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.privacy.masking import Masker
 from hippocampus.domain.recall.context_block import build_context
 from hippocampus.domain.recall.dates import searched
 from hippocampus.domain.recall.indexing import model_key
@@ -59,19 +60,22 @@ class RecallService:
         embedder: Callable[[], Embedder | None],
         tracing: Tracing,
         clock: Clock = utc_now,
+        masker: Masker | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._tracing = tracing
         self._clock = clock
+        self._masker = masker
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
+        text = self._masked(tenant_id, user_id, request.query)
         corpus = self._corpus(tenant_id, user_id)
         everything = _within(request.time_range, (*corpus.facts, *corpus.episodes, *corpus.records))
         wanted = [entry for entry in everything if _type(entry.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
         ranking = _Ranking(request.top_k, alpha, request.recency_bias, request.metadata_filters)
-        ranked, lexical_only = self._rank(request.query, wanted, ranking)
+        ranked, lexical_only = self._rank(text, wanted, ranking)
         record_metric(MetricName.QUERIES)
         embedder = self._embedder()
         return QueryResponse(
@@ -103,8 +107,9 @@ class RecallService:
             )
             ranked = [Ranked(_document(entry, None), 1.0) for entry in (*facts, *records)]
         else:
+            text = self._masked(tenant_id, user_id, request.query)
             entries = [*corpus.facts, *corpus.episodes, *corpus.records]
-            pairs, _ = self._rank(request.query, entries, _Ranking(CONTEXT_CANDIDATES))
+            pairs, _ = self._rank(text, entries, _Ranking(CONTEXT_CANDIDATES))
             ranked = [entry for entry, _ in pairs]
         block = build_context(corpus.state.memory, ranked, request.max_words)
         return ContextResponse(
@@ -113,6 +118,14 @@ class RecallService:
             memory_version=corpus.state.version,
             sources=[ContextSource.model_validate(source) for source in block.sources],
         )
+
+    def _masked(self, tenant_id: str, user_id: str, text: str) -> str:
+        """The query as the stored memory spells it: with masking, its values become the user's
+        placeholders before it is embedded or ranked (docs/architecture.md "PII masking")."""
+        if self._masker is None:
+            return text
+        with self._tracing.span("pii.mask", tenant_id=tenant_id):
+            return self._masker.mask_query(tenant_id, user_id, text)
 
     def _corpus(self, tenant_id: str, user_id: str) -> Corpus:
         embedder = self._embedder()

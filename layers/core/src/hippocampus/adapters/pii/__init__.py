@@ -1,0 +1,1 @@
+"""Detectors of personal data behind the `PiiDetector` port (offline patterns, Amazon Comprehend)."""

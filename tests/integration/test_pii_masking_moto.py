@@ -1,0 +1,88 @@
+"""On DynamoDB, S3 and SQS (moto), with MEMORY_PII=mask and the pattern detector: nothing stored
+from an item holds a value it carried, a query still finds it, and forgetting the user erases its
+placeholders (docs/architecture.md "PII masking")."""
+
+import boto3
+import pytest
+
+from hippocampus import wiring
+from tests.support.lambda_harness import Service
+
+USER = "/v1/tenants/acme/users/alice/memory"
+EMAIL, PHONE, CARD, IBAN = (
+    "alice.smith@example.com",
+    "+44 20 7946 0958",
+    "5555-5555-5555-4444",
+    "GB82 WEST 1234 5698 7654 32",
+)
+ORIGINALS = (EMAIL, "alice.smith", "7946", "5555", "GB82", "WEST")
+
+
+@pytest.fixture
+def service(aws, monkeypatch):
+    monkeypatch.setenv("MEMORY_PII", "mask")
+    wiring.reset()
+    return Service(aws.queue_url, boto3.client("sqs"))
+
+
+def everything_stored(aws) -> str:
+    """Every item of the table and every object of the bucket, as text."""
+    table = str(boto3.client("dynamodb").scan(TableName=aws.table_name)["Items"])
+    s3 = boto3.client("s3")
+    objects = s3.list_objects_v2(Bucket=aws.bucket_name).get("Contents", [])
+    bodies = [
+        s3.get_object(Bucket=aws.bucket_name, Key=obj["Key"])["Body"].read().decode() for obj in objects
+    ]
+    return table + "".join(bodies)
+
+
+def placeholder_items(aws) -> int:
+    items = boto3.client("dynamodb").scan(TableName=aws.table_name)["Items"]
+    return sum(item["sk"]["S"].startswith("PII#") for item in items)
+
+
+def test_nothing_stored_holds_a_value_and_a_query_still_finds_it(service, aws):
+    turns = [
+        {"id": "t1", "text": f"My email is {EMAIL}; write to {EMAIL}. My card is {CARD}."},
+        {"id": "t2", "text": f"Call me on {PHONE}. Rent goes to {IBAN}."},
+    ]
+    assert service.call("POST", USER, {"items": turns}).status == 202
+    fact = {"id": "f1", "text": f"Backup email {EMAIL}", "infer": False}
+    assert service.call("POST", USER, {"items": [fact]}).status == 202
+    service.drain()
+
+    stored = everything_stored(aws)
+    assert not any(original in stored for original in ORIGINALS)
+    listed = service.call("GET", f"{USER}/episodes")
+    assert listed.status == 200, listed.body
+    episodes = listed.body["episodes"]
+    texts = " ".join(episode["text"] for episode in episodes)
+    assert (
+        texts.count("[EMAIL_1]") == 2 and "[CARD_1]" in texts and "[PHONE_1]" in texts and "[IBAN_1]" in texts
+    )
+    assert service.call("GET", USER).body["facts"][0]["text"] == "Backup email [EMAIL_1]"
+    # The raw payloads are gone once their jobs completed.
+    assert not boto3.client("s3").list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/").get("Contents")
+
+    answer = service.call("POST", f"{USER}/query", {"query": f"Which card did {EMAIL} give?", "top_k": 3})
+    assert answer.status == 200
+    assert any("[EMAIL_1]" in result["text"] for result in answer.body["results"])
+
+
+def test_forgetting_the_user_erases_its_placeholders_and_counts_them(service, aws):
+    service.call("POST", USER, {"items": [{"id": "t1", "text": f"Mail {EMAIL} or call {PHONE}."}]})
+    service.drain()
+    numbered = placeholder_items(aws)
+    assert numbered == 3  # the user's key and two values
+
+    answer = service.call("DELETE", USER)
+    receipt = service.call("GET", f"{USER}/deletions/{answer.headers['deletion-receipt']}").body
+    assert receipt["erased"]["dynamodb"]["pii_placeholders"] == numbered
+    assert placeholder_items(aws) == 0
+    # A new life numbers afresh.
+    service.call(
+        "POST", USER, {"items": [{"id": "t2", "text": f"New phone {PHONE}, new mail bob@example.org."}]}
+    )
+    service.drain()
+    texts = [episode["text"] for episode in service.call("GET", f"{USER}/episodes").body["episodes"]]
+    assert texts == ["New phone [PHONE_1], new mail [EMAIL_1]."]
