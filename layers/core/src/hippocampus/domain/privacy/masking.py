@@ -46,14 +46,20 @@ class Masker:
         record_metric(MetricName.PII_VALUES_MASKED, len(wanted))
         return [_replaced(text, spans, numbers) for text, spans in zip(texts, found, strict=True)]
 
-    def mask_query(self, tenant_id: str, user_id: str, text: str) -> str:
-        """`text` with every value replaced by the placeholder the user's value has, or an unnumbered
-        one (`[EMAIL]`) for a value the user never sent: a query numbers nothing."""
-        spans = self._detector.detect(text)
-        if not spans:
-            return text
-        wanted = [PiiValue(span.kind, span.value) for span in spans]
-        return _replaced(text, spans, self._placeholders.known_numbers(tenant_id, user_id, wanted))
+    def mask_query(self, tenant_id: str, user_id: str, value: Any) -> Any:
+        """The JSON `value` (a query's text, its metadata filters) with every value found in its
+        strings replaced by the placeholder the user's value has, or an unnumbered one (`[EMAIL]`)
+        for a value the user never sent: a query numbers nothing."""
+        strings: list[str] = []
+        _json_rewritten(value, _collector(strings))
+        unique = list(dict.fromkeys(strings))
+        found = [self._detector.detect(text) for text in unique]
+        wanted = [PiiValue(span.kind, span.value) for spans in found for span in spans]
+        if not wanted:
+            return value
+        numbers = self._placeholders.known_numbers(tenant_id, user_id, wanted)
+        masked = {text: _replaced(text, spans, numbers) for text, spans in zip(unique, found, strict=True)}
+        return _json_rewritten(value, masked.__getitem__)
 
     def mask_items(self, scope: UserScope, items: Sequence[IngestItem]) -> list[IngestItem]:
         """The items with every text they hold masked: the content, the pairs, the title, the user's

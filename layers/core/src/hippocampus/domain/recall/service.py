@@ -69,12 +69,12 @@ class RecallService:
         self._masker = masker
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
-        text = self._masked(tenant_id, user_id, request.query)
+        text, filters = self._masked(tenant_id, user_id, [request.query, request.metadata_filters])
         corpus = self._corpus(tenant_id, user_id)
         everything = _within(request.time_range, (*corpus.facts, *corpus.episodes, *corpus.records))
         wanted = [entry for entry in everything if _type(entry.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
-        ranking = _Ranking(request.top_k, alpha, request.recency_bias, request.metadata_filters)
+        ranking = _Ranking(request.top_k, alpha, request.recency_bias, filters)
         ranked, lexical_only = self._rank(text, wanted, ranking)
         record_metric(MetricName.QUERIES)
         embedder = self._embedder()
@@ -107,7 +107,7 @@ class RecallService:
             )
             ranked = [Ranked(_document(entry, None), 1.0) for entry in (*facts, *records)]
         else:
-            text = self._masked(tenant_id, user_id, request.query)
+            [text] = self._masked(tenant_id, user_id, [request.query])
             entries = [*corpus.facts, *corpus.episodes, *corpus.records]
             pairs, _ = self._rank(text, entries, _Ranking(CONTEXT_CANDIDATES))
             ranked = [entry for entry, _ in pairs]
@@ -119,13 +119,15 @@ class RecallService:
             sources=[ContextSource.model_validate(source) for source in block.sources],
         )
 
-    def _masked(self, tenant_id: str, user_id: str, text: str) -> str:
-        """The query as the stored memory spells it: with masking, its values become the user's
-        placeholders before it is embedded or ranked (docs/architecture.md "PII masking")."""
+    def _masked(self, tenant_id: str, user_id: str, parts: list[Any]) -> list[Any]:
+        """The query's parts (its text, its metadata filters) as the stored memory spells them: with
+        masking, their values become the user's placeholders before anything is embedded or
+        compared (docs/architecture.md "PII masking")."""
         if self._masker is None:
-            return text
+            return parts
         with self._tracing.span("pii.mask", tenant_id=tenant_id):
-            return self._masker.mask_query(tenant_id, user_id, text)
+            masked: list[Any] = self._masker.mask_query(tenant_id, user_id, parts)
+            return masked
 
     def _corpus(self, tenant_id: str, user_id: str) -> Corpus:
         embedder = self._embedder()

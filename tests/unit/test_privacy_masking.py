@@ -139,6 +139,12 @@ def test_a_query_is_masked_with_the_users_numbers(ports):
     assert "[EMAIL_1]" in context.context and EMAIL not in context.context
 
 
+def test_a_metadata_filter_on_a_value_finds_what_was_stored_masked(ports):
+    ingest(ports, {"id": "f1", "text": "Prefers SMS.", "infer": False, "metadata": {"email": EMAIL}})
+    answer = ports.recall().query(T, U, QueryRequest(query="SMS", metadata_filters={"email": EMAIL}))
+    assert [result.text for result in answer.results] == ["Prefers SMS."]
+
+
 def test_a_query_numbers_nothing(ports):
     ports.recall().query(T, U, QueryRequest(query=f"Is {EMAIL} known?"))
     assert ports.placeholders.numbered == {}
