@@ -150,15 +150,7 @@ class DynamoPlaceholderStore:
                 "generation": previous.generation,
                 **{_counter(kind): number for kind, number in counters.items()},
             }
-            return {
-                "Put": {
-                    "TableName": self._table.name,
-                    "Item": values(item),
-                    "ConditionExpression": "attribute_not_exists(pk) OR #g < :g",
-                    "ExpressionAttributeNames": {"#g": "generation"},
-                    "ExpressionAttributeValues": values({":g": previous.generation}),
-                }
-            }
+            return self._put_unless_this_life(item, previous.generation)
         names: dict[str, str] = {"#g": "generation"}
         plain: dict[str, Any] = {":g": previous.generation}
         sets, conditions = [], ["#g = :g"]
@@ -191,14 +183,18 @@ class DynamoPlaceholderStore:
             "number": number,
             "generation": user_key.generation,
         }
+        return self._put_unless_this_life(item, user_key.generation)
+
+    def _put_unless_this_life(self, item: dict[str, Any], generation: int) -> dict[str, Any]:
+        """A Put that fails when the item exists for this `generation` (another writer was first);
+        one of an older generation is the old life's, which a delete has yet to erase: replaced."""
         return {
             "Put": {
                 "TableName": self._table.name,
                 "Item": values(item),
-                # A value of an older generation is the old life's: numbered afresh.
                 "ConditionExpression": "attribute_not_exists(pk) OR #g < :g",
                 "ExpressionAttributeNames": {"#g": "generation"},
-                "ExpressionAttributeValues": values({":g": user_key.generation}),
+                "ExpressionAttributeValues": values({":g": generation}),
             }
         }
 
