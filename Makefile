@@ -10,7 +10,7 @@ LOCAL_STAMP := $(VENV)/.installed-local
 SYNTH_STAMP := $(VENV)/.installed-synth
 STAMP := $(VENV)/.installed
 LAYER_REQUIREMENTS := layers/core/pyproject.toml layers/deps/requirements.txt layers/llm/requirements.txt layers/xray/requirements.txt \
-	layers/embeddings/requirements.txt layers/embeddings/model.txt
+	layers/embeddings/requirements.txt layers/embeddings/model.txt layers/pii/requirements.txt
 PIP := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 CDK_CLI_VERSION := 2.1148.1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20

@@ -36,9 +36,11 @@ from tools.assets import (
     CORE_PACKAGE_DIR,
     FUNCTIONS_DIR,
     IGNORED_PATTERNS,
+    MERGED_LAYERS,
     PYTHON_PLATFORMS,
     PYTHON_VERSION,
     REQUIREMENT_LAYERS,
+    LayerSource,
     progress,
 )
 
@@ -57,13 +59,23 @@ def _digest(*files: Path) -> str:
     return hasher.hexdigest()[:16]
 
 
-def build_inputs(architecture: str | None = None, resolved_with: tuple[str, ...] = ()) -> dict[str, str]:
+def build_inputs(architecture: str | None = None) -> dict[str, str]:
     """What a build depends on besides its source folder: part of the asset hash, so a change rebuilds."""
     inputs = {"PYTHON_VERSION": PYTHON_VERSION, "BUILD_STEPS": _digest(Path(assets.__file__))}
     if architecture is not None:
         inputs |= {"PYTHON_PLATFORM": PYTHON_PLATFORMS[architecture], "UV_VERSION": metadata.version("uv")}
-    for name in resolved_with:
-        inputs[f"RESOLVED_WITH_{name.upper()}"] = _digest(REQUIREMENT_LAYERS[name].requirements)
+    return inputs
+
+
+def _layer_inputs(layer: LayerSource) -> dict[str, str]:
+    """A dependency layer's own inputs besides its folder: what it is resolved against, and the files
+    taken from its model's wheel (named in the adapter that reads them)."""
+    inputs = {
+        f"RESOLVED_WITH_{name.upper()}": _digest(REQUIREMENT_LAYERS[name].requirements)
+        for name in layer.excludes
+    }
+    if layer.model is not None:
+        inputs["MODEL_FILES"] = ",".join(layer.model.files)
     return inputs
 
 
@@ -156,10 +168,10 @@ class LambdaAssets:
 
     @property
     def layers(self) -> dict[str, Path]:
-        """Layer name → its source folder."""
-        return {name: layer.requirements.parent for name, layer in REQUIREMENT_LAYERS.items()} | {
-            "core": CORE_PACKAGE_DIR
-        }
+        """Layer name → its source folder (a merged layer's: its first part's)."""
+        sources = {name: layer.requirements.parent for name, layer in REQUIREMENT_LAYERS.items()}
+        sources |= {name: layer.parts[0].requirements.parent for name, layer in MERGED_LAYERS.items()}
+        return sources | {"core": CORE_PACKAGE_DIR}
 
     @property
     def functions(self) -> dict[str, Path]:
@@ -184,12 +196,22 @@ class LambdaAssets:
         if name == "core":
             build = functools.partial(assets.build_package_layer, CORE_PACKAGE_DIR)
             return self._asset("layer core", CORE_PACKAGE_DIR, build_inputs(), build)
+        label = f"layer {name} ({self.architecture})"
+        if name in MERGED_LAYERS:
+            merged = MERGED_LAYERS[name]
+            build = functools.partial(assets.build_merged_layer, merged, self.architecture)
+            inputs = build_inputs(self.architecture)
+            for part in merged.parts:  # CDK hashes the first part's folder: every part's files are inputs
+                folder = part.requirements.parent
+                inputs[f"PART_{part.name.upper()}"] = _digest(
+                    *sorted(p for p in folder.iterdir() if p.is_file())
+                )
+                inputs |= {f"{part.name.upper()}_{key}": value for key, value in _layer_inputs(part).items()}
+            return self._asset(label, merged.parts[0].requirements.parent, inputs, build)
         layer = REQUIREMENT_LAYERS[name]
         build = functools.partial(assets.build_requirements_layer, layer, self.architecture)
-        inputs = build_inputs(self.architecture, layer.excludes)
-        if layer.model is not None:  # the files taken from the wheel are named in the adapter that reads them
-            inputs["MODEL_FILES"] = ",".join(layer.model.files)
-        return self._asset(f"layer {name} ({self.architecture})", layer.requirements.parent, inputs, build)
+        inputs = build_inputs(self.architecture) | _layer_inputs(layer)
+        return self._asset(label, layer.requirements.parent, inputs, build)
 
     def _function(self, name: str) -> AssetSource:
         source = self.functions_dir / name

@@ -41,6 +41,7 @@ from hippocampus.contracts.names import (
     default_model,
     max_llm_timeout_s,
 )
+from hippocampus.contracts.pii import PiiDetectorName, PiiMode
 from hippocampus.contracts.records import DEFAULT_MAX_RECORDS
 
 CONTEXT_KEY: Final = "hippocampus"
@@ -122,6 +123,18 @@ class DeploymentConfig(BaseModel):
         description="Records kept per user (the oldest invalidated trimmed first, then the oldest current).",
     )
 
+    pii: PiiMode = Field(
+        "off",
+        description="mask: personal data is replaced by typed placeholders before any LLM or embedding call "
+        "and in everything stored from an item (ingest, condenser, recall); off: nothing is masked.",
+    )
+    pii_detector: PiiDetectorName = Field(
+        "patterns",
+        description="What finds the personal data when pii is mask: patterns (checked patterns, in the "
+        "function, the `pii` layer) or comprehend (Amazon Comprehend DetectPiiEntities, adds names and "
+        "postal addresses; billed per request).",
+    )
+
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
     log_retention_days: int = Field(30, description="Retention of every log group.")
@@ -164,6 +177,8 @@ class DeploymentConfig(BaseModel):
                 if getattr(self, key) is not None:
                     raise _KeyError(key, "only applies when llm_provider or embedding_provider is openai")
         self._check_embeddings()
+        if self.pii == "off" and self.pii_detector != "patterns":
+            raise _KeyError("pii_detector", "only applies when pii is mask")
         # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
         if condensation_budget_s(self.llm_timeout_s) > CONDENSER_TIMEOUT_S:
             ceiling = max_llm_timeout_s()

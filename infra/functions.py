@@ -191,10 +191,12 @@ class Functions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
+        # The layers some function of this deployment carries (none is deployed unused).
+        used = {name for spec in FUNCTION_SPECS for name in spec.layers_for(config)}
         self.layers: dict[str, lambda_.LayerVersion] = {
             name: lambda_.LayerVersion(
                 self,
-                f"{name.capitalize()}Layer",
+                "".join(part.capitalize() for part in name.split("-")) + "Layer",
                 layer_version_name=f"{config.name_prefix}-{name}",
                 description=f"Hippocampus {name} layer (python3.13, {config.architecture}, .pyc unchecked-hash)",
                 code=assets.layer_code(name),
@@ -202,6 +204,7 @@ class Functions(Construct):
                 compatible_architectures=[architecture(config)],
             )
             for name in assets.layers
+            if name in used
         }
 
         environments = function_environments(
@@ -240,6 +243,9 @@ class Functions(Construct):
         grants.grant_condenser_storage(condenser_role, storage)
         grants.grant_condenser_redrive(condenser_role, queueing)
         grants.grant_condenser_models(condenser_role, config, self.llm_secret)
+        for spec in FUNCTION_SPECS:
+            if spec.masks:
+                self._pii_detection(self.by_name[spec.name])
 
     @property
     def get_memory(self) -> lambda_.Function:
@@ -256,6 +262,12 @@ class Functions(Construct):
     @property
     def recall(self) -> lambda_.Function:
         return self.by_name["recall"].function
+
+    def _pii_detection(self, service_function: ServiceFunction) -> None:
+        """The PII detector's access (comprehend only), in place before the function is."""
+        policy = grants.grant_pii_detection(service_function, service_function.role, self._config)
+        if policy is not None:
+            service_function.function.node.add_dependency(policy)
 
     def _condenser_triggers(self, queueing: Queueing) -> None:
         """The ingest queue (whose event source mapping grants the consume actions on it only) and the

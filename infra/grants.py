@@ -13,6 +13,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
 
 from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
@@ -128,6 +129,24 @@ def grant_embeddings(
     elif provider == "openai":
         assert secret is not None, "an openai deployment always names its secret"
         grant_secret_value(role, secret)
+
+
+def grant_pii_detection(scope: Construct, role: iam.IRole, config: DeploymentConfig) -> iam.Policy | None:
+    """comprehend:DetectPiiEntities for a function that masks with `pii_detector: comprehend`, in a
+    policy of its own (`scope`/PiiDetectionPolicy) so that its acknowledgment covers this statement
+    alone; None, and nothing granted, otherwise (`patterns` runs in the function)."""
+    if config.pii != "mask" or config.pii_detector != "comprehend":
+        return None
+    statement = iam.PolicyStatement(actions=["comprehend:DetectPiiEntities"], resources=["*"])
+    policy = iam.Policy(scope, "PiiDetectionPolicy", roles=[role], statements=[statement])
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "comprehend:DetectPiiEntities (PII masking with pii_detector comprehend) supports no "
+        "resource-level permissions (Service Authorization Reference: no resource type), so Resource "
+        "'*' is the only valid value; this policy allows that one action and nothing else.",
+    )
+    return policy
 
 
 def grant_secret_value(role: iam.IRole, secret: secretsmanager.ISecret) -> None:

@@ -15,6 +15,13 @@ from infra.config import DeploymentConfig
 FunctionName = Literal["get_memory", "ingest", "condenser", "recall"]
 
 
+# Lambda attaches at most five layers to a function. The condenser carries four (deps, xray, llm,
+# core); with the offline model and the pattern detector it would need six, so a function that needs
+# both gets them as one layer, built from the two (tools/assets.py MERGED_LAYERS).
+MAX_LAYERS: Final = 5
+MERGED_LAYERS: Final[dict[str, tuple[str, ...]]] = {"embeddings-pii": ("embeddings", "pii")}
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     name: FunctionName
@@ -26,13 +33,23 @@ class FunctionSpec:
     # the openai SDK's ("llm") for `openai`, the offline model's ("embeddings") for `offline`. Only
     # then: every layer adds to the cold start.
     embeds: bool = False
+    # The function masks personal data (`pii: mask`), so it is told the PII settings and, with the
+    # `patterns` detector, gets its libraries ("pii"); `comprehend` is called through boto3 and needs
+    # none (its role may call DetectPiiEntities instead, infra.grants).
+    masks: bool = False
 
     def layers_for(self, config: DeploymentConfig) -> tuple[str, ...]:
         """The layers this function gets in this deployment."""
+        layers = list(self.layers)
         needed = {"openai": "llm", "offline": "embeddings"}.get(config.resolved_embedding_provider)
-        if self.embeds and needed and needed not in self.layers:
-            return (*self.layers, needed)
-        return self.layers
+        if self.embeds and needed and needed not in layers:
+            layers.append(needed)
+        if self.masks and config.pii == "mask" and config.pii_detector == "patterns":
+            layers.append("pii")
+        for merged, parts in MERGED_LAYERS.items():
+            if set(parts) <= set(layers):
+                layers = [name for name in layers if name not in parts] + [merged]
+        return tuple(layers)
 
 
 # The read path gets more memory (hence CPU) for its cold start; the condenser mostly waits on the LLM.
@@ -52,6 +69,7 @@ FUNCTION_SPECS: Final = (
         memory_mb=1024,
         timeout_s=schema.INGEST_TIMEOUT_S,
         layers=("deps", "xray", "core"),
+        masks=True,
     ),
     FunctionSpec(
         "condenser",
@@ -60,6 +78,7 @@ FUNCTION_SPECS: Final = (
         timeout_s=schema.CONDENSER_TIMEOUT_S,
         layers=("deps", "xray", "llm", "core"),
         embeds=True,
+        masks=True,
     ),
     # The query and context routes: one embedding of the query and one Query of a partition, so
     # the read path's size and timeout. Like get_memory it never loads the X-Ray SDK.
@@ -70,6 +89,7 @@ FUNCTION_SPECS: Final = (
         timeout_s=schema.RECALL_TIMEOUT_S,
         layers=("deps", "core"),
         embeds=True,
+        masks=True,
     ),
 )
 FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
@@ -106,7 +126,16 @@ def function_environments(
     }
     # No bucket: recall reads one partition of the table and nothing of the archive.
     recall = {"MEMORY_TABLE_NAME": resources.table, **_shared(config), **_embeddings(config)}
-    return {"get_memory": common, "ingest": ingest, "condenser": condenser, "recall": recall}
+    environments: dict[FunctionName, dict[str, str]] = {
+        "get_memory": common,
+        "ingest": ingest,
+        "condenser": condenser,
+        "recall": recall,
+    }
+    for spec in FUNCTION_SPECS:
+        if spec.masks:  # told how to mask (nothing while pii is off); get_memory never masks
+            environments[spec.name] = environments[spec.name] | _pii(config)
+    return environments
 
 
 def _shared(config: DeploymentConfig) -> dict[str, str]:
@@ -126,6 +155,14 @@ def _shared(config: DeploymentConfig) -> dict[str, str]:
     if config.memory_ttl_days is not None:
         shared["MEMORY_TTL_DAYS"] = str(config.memory_ttl_days)
     return shared
+
+
+def _pii(config: DeploymentConfig) -> dict[str, str]:
+    """The masking settings of the functions that mask (`FunctionSpec.masks`); none while pii is off,
+    which is also the functions' own default."""
+    if config.pii == "off":
+        return {}
+    return {"MEMORY_PII": config.pii, "MEMORY_PII_DETECTOR": config.pii_detector}
 
 
 def _llm(config: DeploymentConfig) -> dict[str, str]:

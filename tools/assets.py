@@ -1,12 +1,14 @@
 """The build steps of what the stack ships, each writing one asset into the folder CDK's local
 bundling hands it (`infra.bundling`); CDK's asset hash decides whether a step runs at all.
 
-- `build_requirements_layer`: a dependency layer (deps, xray, llm, embeddings), `uv pip install`-ed for the
+- `build_requirements_layer`: a dependency layer (deps, xray, llm, embeddings, pii), `uv pip install`-ed for the
   Lambda platform (`--python-platform <arch>-manylinux_2_28 --python-version 3.13 --target`),
   without the distributions the runtime ships (boto3, botocore, s3transfer) or another layer holds
   (xray and llm are resolved against the deps layer's versions and leave those to it), without
   `UNUSED_FILES`, and as bytecode only. The embeddings layer adds two data files of the offline
   model's wheel (`ModelFiles`), none of its code.
+- `build_merged_layer`: one layer holding what several dependency layers hold, each part built as
+  above (`MERGED_LAYERS`: for a function that needs them all and has no room for one layer each).
 - `build_package_layer`: the `core` layer, the project's package (`python/hippocampus`).
 - `build_function_code`: a function's folder.
 
@@ -168,8 +170,26 @@ EMBEDDINGS_LAYER: Final = LayerSource(
         (offline_model.WEIGHTS_FILE, offline_model.TOKENIZER_FILE),
     ),
 )
+# The pattern detector's libraries (MEMORY_PII=mask with MEMORY_PII_DETECTOR=patterns): phonenumbers'
+# metadata and python-stdnum's checksums. Neither has a dependency, so nothing to share with deps.
+PII_LAYER: Final = LayerSource("pii", REPO_ROOT / "layers" / "pii" / "requirements.txt")
 REQUIREMENT_LAYERS: Final = {
-    layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER, EMBEDDINGS_LAYER)
+    layer.name: layer for layer in (DEPS_LAYER, XRAY_LAYER, LLM_LAYER, EMBEDDINGS_LAYER, PII_LAYER)
+}
+
+
+@dataclass(frozen=True)
+class MergedLayer:
+    """One layer holding what several dependency layers hold, each part built as its own layer is."""
+
+    name: str
+    parts: tuple[LayerSource, ...]
+
+
+# Lambda attaches at most five layers to a function: the condenser (deps, xray, llm, core) gets the
+# offline model and the pattern detector as one (infra.specs MERGED_LAYERS names the same parts).
+MERGED_LAYERS: Final = {
+    layer.name: layer for layer in (MergedLayer("embeddings-pii", (EMBEDDINGS_LAYER, PII_LAYER)),)
 }
 CORE_PACKAGE_DIR: Final = REPO_ROOT / "layers" / "core" / "src" / "hippocampus"
 FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
@@ -350,6 +370,28 @@ def build_requirements_layer(layer: LayerSource, architecture: str, output: Path
     remove_unused(site)
     progress(f"   compiling to bytecode for python{PYTHON_VERSION}")
     compile_bytecode_only(site)
+
+
+def build_merged_layer(layer: MergedLayer, architecture: str, output: Path) -> None:
+    """`output/python`: every part's layer, built one by one, then laid side by side; a file that two
+    parts hold fails the build (the layers of a function must not overlap either)."""
+    site = output / "python"
+    site.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        for part in layer.parts:
+            progress(f"   part {part.name!r} of layer {layer.name!r}")
+            built = Path(scratch) / part.name
+            build_requirements_layer(part, architecture, built)
+            for source in sorted((built / "python").rglob("*")):
+                destination = site / source.relative_to(built / "python")
+                if source.is_dir():
+                    destination.mkdir(exist_ok=True)
+                elif destination.exists():
+                    raise AssetBuildError(
+                        f"layer {layer.name!r}: {destination.relative_to(site)} is in two parts"
+                    )
+                else:
+                    shutil.copy2(source, destination)
 
 
 def copy_model_files(model: ModelFiles, site: Path, scratch: Path) -> None:

@@ -36,10 +36,11 @@ def dists(layer: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def layers(staged_assets: Callable[[str], dict[str, Path]]) -> dict[str, Path]:
     staged = staged_assets("arm64")
-    return {name: staged[f"layer:{name}"] for name in ("deps", "xray", "llm", "embeddings", "core")}
+    return {name: staged[f"layer:{name}"] for name in (*REQUIREMENT_LAYERS, "core")}
 
 
-REQUIREMENT_LAYERS = ("deps", "xray", "llm", "embeddings")
+# The dependency layers, and the one merged from two of them (tools/assets.py MERGED_LAYERS).
+REQUIREMENT_LAYERS = ("deps", "xray", "llm", "embeddings", "pii", "embeddings-pii")
 
 
 def test_runtime_shipped_packages_are_dropped(layers: dict[str, Path]) -> None:
@@ -86,6 +87,25 @@ def test_embeddings_layer_holds_the_tokenizer_and_the_model_files_only(layers: d
         "wordllama/tokenizers/l2_supercat_tokenizer_config.json",
         "wordllama/weights/l2_supercat_256.safetensors",
     ]
+
+
+def test_pii_layer_holds_the_pattern_detectors_libraries_only(layers: dict[str, Path]) -> None:
+    assert dists(layers["pii"]) == {"phonenumberslite", "python-stdnum"}  # neither has a dependency
+    site = layers["pii"] / "python"
+    # Bytecode only, with the data files python-stdnum reads at run time (the IBAN registry).
+    assert (site / "phonenumbers" / "__init__.pyc").is_file()
+    assert (site / "stdnum" / "iban.pyc").is_file() and (site / "stdnum" / "iban.dat").is_file()
+
+
+def test_merged_layer_is_its_parts_side_by_side(layers: dict[str, Path]) -> None:
+    """embeddings-pii: for a function with no room for both layers (Lambda allows five)."""
+    merged = dists(layers["embeddings-pii"])
+    assert merged == dists(layers["embeddings"]) | dists(layers["pii"])
+    for part in ("embeddings", "pii"):
+        site = layers[part] / "python"
+        files = {p.relative_to(site) for p in site.rglob("*") if p.is_file()}
+        merged_site = layers["embeddings-pii"] / "python"
+        assert files <= {p.relative_to(merged_site) for p in merged_site.rglob("*") if p.is_file()}, part
 
 
 def code_of(pyc: Path) -> types.CodeType:

@@ -208,6 +208,9 @@ def test_no_context_gives_defaults() -> None:
             "only applies when embedding_provider is openai or bedrock",
         ),
         (ctx(max_episodes=0), "hippocampus.max_episodes", "greater than or equal to 1"),
+        (ctx(pii="redact"), "hippocampus.pii", "'off' or 'mask'"),
+        (ctx(pii_detector="comprehend"), "hippocampus.pii_detector", "only applies when pii is mask"),
+        (ctx(pii="mask", pii_detector="regex"), "hippocampus.pii_detector", "'patterns' or 'comprehend'"),
         ({"hippocampus": ["stage"]}, '"hippocampus"', "must be an object"),
     ],
 )

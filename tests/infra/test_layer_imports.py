@@ -38,7 +38,16 @@ CONFIG = load_config(
 OPENAI_EMBEDDINGS = CONFIG.model_copy(update={"embedding_provider": "openai"})
 # ... and the offline model (layer "embeddings") only when the embeddings are offline: "recall-offline".
 OFFLINE_EMBEDDINGS = CONFIG.model_copy(update={"embedding_provider": "offline"})
-CASES = {"recall-openai": ("recall", OPENAI_EMBEDDINGS), "recall-offline": ("recall", OFFLINE_EMBEDDINGS)}
+# With `pii: mask` and the pattern detector, the masking functions load it from their layers: ingest
+# from "pii", the condenser (offline embeddings, so six layers otherwise) from "embeddings-pii".
+PII_MASKING = OFFLINE_EMBEDDINGS.model_copy(update={"pii": "mask"})
+CASES = {
+    "recall-openai": ("recall", OPENAI_EMBEDDINGS),
+    "recall-offline": ("recall", OFFLINE_EMBEDDINGS),
+    "ingest-pii": ("ingest", PII_MASKING),
+    "condenser-pii": ("condenser", PII_MASKING),
+}
+PII_PROBE_TEXT = "Write to ann@example.com or call +1 415 555 0100, IBAN GB82 WEST 1234 5698 7654 32."
 RESOURCES = ResourceNames(
     table="dummy-table", bucket="dummy-bucket", queue_url="https://q", dlq_url="https://dlq"
 )
@@ -82,13 +91,19 @@ if function in ("recall", "condenser") and settings.embedder == "offline":  # fr
     vector = runtime.query_embedder().embed(["How should I contact him?"])[0]
     offline_model = {"dimensions": len(vector), "folder": str(offline.model_folder()),
                      "tokenizers": sys.modules["tokenizers"].__file__}
+pii = None
+if settings.pii == "mask":  # the services built the detector: its libraries come from a layer
+    from hippocampus.adapters.pii.factory import make_pii_detector
+    spans = make_pii_detector(settings.pii_detector).detect(sys.argv[4])
+    pii = {"kinds": [span.kind for span in spans], "phonenumbers": sys.modules["phonenumbers"].__file__,
+           "stdnum": sys.modules["stdnum"].__file__}
 openai_client = None
 if importlib.util.find_spec("openai") is not None:  # only in the llm layer: condenser, recall-openai
     import openai  # from the bytecode-only llm layer; imported on the first LLM or embedding call
     openai_client = type(openai.OpenAI(api_key="probe", base_url="https://llm.invalid/v1")).__name__
 print(json.dumps({"heavy": heavy, "heavy_after_services": heavy_after_services, "import_s": elapsed,
                   "tracing": settings.tracing_mode, "xray_sdk": xray_sdk, "openai_client": openai_client,
-                  "offline_model": offline_model, "served": served}))
+                  "offline_model": offline_model, "served": served, "pii": pii}))
 """
 
 
@@ -110,7 +125,17 @@ def lambda_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="imports the x86_64 layers natively")
 @pytest.mark.parametrize("tracing", ["deployed", "xray"])
 @pytest.mark.parametrize(
-    "case", ["get_memory", "ingest", "condenser", "recall", "recall-openai", "recall-offline"]
+    "case",
+    [
+        "get_memory",
+        "ingest",
+        "condenser",
+        "recall",
+        "recall-openai",
+        "recall-offline",
+        "ingest-pii",
+        "condenser-pii",
+    ],
 )
 def test_handler_imports_with_only_its_layers(
     assets: dict[str, Path], lambda_runtime: Path, case: str, tracing: str
@@ -151,6 +176,7 @@ def test_handler_imports_with_only_its_layers(
             json.dumps(paths),
             function,
             json.dumps(events),
+            PII_PROBE_TEXT,
         ],
         env=environment,
         cwd=code,
@@ -174,8 +200,17 @@ def test_handler_imports_with_only_its_layers(
         xray_layer = next(str(layer) for layer in layers if (layer / "aws_xray_sdk").is_dir())
         assert outcome["xray_sdk"].startswith(xray_layer + "/"), outcome
     # The offline model embeds from the embeddings layer: its two files and the tokenizers library.
-    if case == "recall-offline":
-        embeddings_layer = str(assets["layer:embeddings"] / "python")
+    if case.endswith("-pii"):
+        (detector_layer,) = [str(layer) for layer in layers if (layer / "phonenumbers").is_dir()]
+        assert outcome["pii"] == {
+            "kinds": ["EMAIL", "PHONE", "IBAN"],
+            "phonenumbers": detector_layer + "/phonenumbers/__init__.pyc",
+            "stdnum": detector_layer + "/stdnum/__init__.pyc",
+        }
+    else:
+        assert outcome["pii"] is None
+    if case in ("recall-offline", "condenser-pii"):  # from "embeddings", or "embeddings-pii"
+        (embeddings_layer,) = [str(layer) for layer in layers if (layer / "wordllama").is_dir()]
         assert outcome["offline_model"] == {
             "dimensions": 256,
             "folder": embeddings_layer + "/wordllama",
@@ -184,4 +219,6 @@ def test_handler_imports_with_only_its_layers(
     else:
         assert outcome["offline_model"] is None
     # The SDK comes from the llm layer, which only the condenser and recall-openai carry.
-    assert outcome["openai_client"] == ("OpenAI" if case in ("condenser", "recall-openai") else None)
+    assert outcome["openai_client"] == (
+        "OpenAI" if case in ("condenser", "condenser-pii", "recall-openai") else None
+    )
