@@ -60,7 +60,7 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
             "history_objects": objects["history"],
             "object_versions": 0,
         },
-        "queue": {"messages_skipped": 1},
+        "queue": {"messages_skipped": 1, "deferred_turns": 0},
         "vectors": {"facts": vectors["FACT"], "episodes": vectors["EPISODE"], "records": vectors["RECORD"]},
     }
     assert receipt["generation"] == 1 and receipt["requested_at"] <= receipt["completed_at"]
@@ -94,7 +94,8 @@ def test_a_user_forgotten_again_gets_a_receipt_of_nothing_left(service):
     receipt = service.call("GET", f"{USER}/deletions/{second}").body
     assert receipt["generation"] == 2
     assert set(receipt["erased"]["dynamodb"].values()) == {0} and receipt["erased"]["queue"] == {
-        "messages_skipped": 0
+        "messages_skipped": 0,
+        "deferred_turns": 0,
     }
 
 

@@ -25,6 +25,7 @@ EXPECTED_STATUS = {
     "api_get_jobs.json": ("get_memory", 200),
     "api_get_deletion.json": ("get_memory", 404),  # no such receipt of the sample user
     "api_get_users.json": ("get_memory", 200),
+    "api_get_usage.json": ("get_memory", 200),
     "api_delete_record.json": ("ingest", 404),  # the sample user has no such record yet
     "api_delete_episode.json": ("ingest", 404),  # the sample turn is queued, not an episode yet
 }
@@ -77,6 +78,11 @@ EXPECTED_DIRECT = {
     # The sample user's fact lists it among the tenant's users.
     "invoke_list_users.json": ("get_memory", lambda body: body["items"] == [{"user_id": "alice"}]),
     "invoke_forget_episode.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    # No budget configured: the day's counts, no limit.
+    "invoke_get_usage.json": (
+        "get_memory",
+        lambda body: body["tenant_id"] == "acme" and body["budget"] is None and body["deferred_jobs"] == 0,
+    ),
     # Nothing was dead-lettered: nothing to move (docs/operations.md "The dead-letter queue").
     "invoke_redrive_dead_letters.json": (
         "condenser",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
+from datetime import date
 from functools import cached_property
 from typing import Any
 
@@ -40,6 +41,14 @@ from hippocampus.api import openapi, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts import routes
+from hippocampus.contracts.budgets import (
+    DailyUsage,
+    Deferral,
+    DeferredEntry,
+    TokenBudgets,
+    accepted_order,
+    budget_exhausted,
+)
 from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted
 from hippocampus.contracts.fact_ports import (
     MAX_FACT_ENTRIES,
@@ -87,11 +96,13 @@ from hippocampus.contracts.receipts import (
 )
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.condense.budget_gate import BudgetGate
 from hippocampus.domain.condense.condenser import Condenser
 from hippocampus.domain.condense.consolidation import ConsolidationService
 from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 from hippocampus.domain.condense.queued import QueuedItem
 from hippocampus.domain.condense.redrive import DeadLetterRedrive
+from hippocampus.domain.condense.release import DeferredRelease
 from hippocampus.domain.ingest.service import IngestService
 from hippocampus.domain.privacy.masking import Masker
 from hippocampus.domain.reads.edits import EditService
@@ -101,6 +112,7 @@ from hippocampus.domain.reads.lists import ListService
 from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
+from hippocampus.domain.reads.usage import UsageService
 from hippocampus.domain.recall.indexing import Indexer
 from hippocampus.domain.recall.service import RecallService
 from tests.support.lambda_harness import Context, api_event
@@ -660,6 +672,74 @@ class FakeMemoryStore:
             )
 
 
+class FakeUsageStore:
+    def __init__(self) -> None:
+        self.days: dict[tuple[str, date], DailyUsage] = {}
+
+    def add_usage(self, tenant_id: str, day: date, usage: DailyUsage) -> None:
+        before = self.usage(tenant_id, day)
+        self.days[(tenant_id, day)] = DailyUsage(
+            before.calls + usage.calls,
+            before.prompt_tokens + usage.prompt_tokens,
+            before.completion_tokens + usage.completion_tokens,
+        )
+
+    def usage(self, tenant_id: str, day: date) -> DailyUsage:
+        return self.days.get((tenant_id, day), DailyUsage())
+
+
+class FakeDeferralStore:
+    """The deferral ledgers, written with the episodes and the jobs as the real transaction does."""
+
+    def __init__(self, store: "FakeMemoryStore", jobs: FakeJobStore) -> None:
+        self._store = store
+        self._jobs = jobs
+        self.ledger: dict[str, dict[str, DeferredEntry]] = {}  # tenant → job id → entry
+
+    def defer(self, deferral: Deferral) -> None:
+        with self._jobs.lock:
+            user = self._store._user(deferral.tenant_id, deferral.user_id)
+            if user.state.generation != deferral.generation:
+                raise ConditionFailed("the user was deleted", frozenset({0}))
+            self._store._store_episodes(
+                deferral.tenant_id, deferral.user_id, deferral.generation, list(deferral.episodes)
+            )
+            user.state = replace(user.state, episode_count=user.state.episode_count + len(deferral.episodes))
+            job_ids = [message.job_id for message in deferral.messages]
+            self._jobs.set_job_status(deferral.tenant_id, job_ids, "deferred", budget_exhausted())
+            entries = self.ledger.setdefault(deferral.tenant_id, {})
+            for message in deferral.messages:
+                entries[message.job_id] = DeferredEntry(message, released=False)
+
+    def user_entries(self, tenant_id: str, user_id: str) -> list[DeferredEntry]:
+        return [entry for entry in self.entries(tenant_id) if entry.message.user_id == user_id]
+
+    def tenants(self) -> list[str]:
+        return [tenant for tenant, entries in self.ledger.items() if entries]
+
+    def entries(self, tenant_id: str) -> list[DeferredEntry]:
+        entries = self.ledger.get(tenant_id, {}).values()
+        return sorted(entries, key=lambda entry: accepted_order(entry.message))
+
+    def count(self, tenant_id: str) -> int:
+        return len(self.ledger.get(tenant_id, {}))
+
+    def mark_released(self, tenant_id: str, messages: Sequence[CondenseMessage]) -> None:
+        for message in messages:
+            self.ledger[tenant_id][message.job_id] = DeferredEntry(message, released=True)
+        self._jobs.set_job_status(tenant_id, [message.job_id for message in messages], "queued")
+
+    def retire(self, message: CondenseMessage) -> None:
+        if self.ledger.get(message.tenant_id, {}).pop(message.job_id, None) is None:
+            raise ConditionFailed("no such entry")
+
+    def erase_user(self, tenant_id: str, user_id: str) -> int:
+        gone = self.user_entries(tenant_id, user_id)
+        for entry in gone:
+            self.retire(entry.message)
+        return len(gone)
+
+
 class FakePlaceholderStore:
     """A user's placeholder numbers, per life: numbering checks the user's generation as the real
     store's transaction does."""
@@ -958,9 +1038,14 @@ class Ports:
     pii: bool = False  # MEMORY_PII=mask, with the pattern detector
     placeholders: FakePlaceholderStore = field(init=False)
     masker: Masker | None = field(init=False, default=None)
+    budgets: TokenBudgets = field(default_factory=TokenBudgets)  # MEMORY_TENANT_DAILY_TOKENS
+    usage: FakeUsageStore = field(default_factory=FakeUsageStore)
+    deferrals: FakeDeferralStore = field(init=False)
+    clock: Clock = utc_now  # what the budgets' days are counted by
 
     def __post_init__(self) -> None:
         self.store = FakeMemoryStore(self.jobs)
+        self.deferrals = FakeDeferralStore(self.store, self.jobs)
         self.placeholders = FakePlaceholderStore(self.store)
         if self.pii:
             self.masker = Masker(PatternDetector(), self.placeholders)
@@ -1011,6 +1096,7 @@ class Ports:
                     read_routes.list_service: self.lists,
                     read_routes.record_service: self.records,
                     read_routes.receipt_service: lambda: ReceiptService(self.receipts, self.tracing),
+                    read_routes.usage_service: self.usage_service,
                 },
             ),
             "ingest": api_function(
@@ -1048,6 +1134,15 @@ class Ports:
     def _handlers(self) -> dict[str, LambdaHandler]:
         return self.api_functions()
 
+    def gate(self) -> BudgetGate:
+        return BudgetGate(self.budgets, self.usage, self.deferrals, self.clock)
+
+    def release(self) -> DeferredRelease:
+        return DeferredRelease(self.gate(), self.deferrals, self.jobs, lambda: self.queue, self.clock)
+
+    def usage_service(self) -> UsageService:
+        return UsageService(self.budgets, self.usage, self.deferrals, self.clock)
+
     def reconciler(self) -> DeadLetterReconciler:
         return DeadLetterReconciler(self.jobs, self.dead_letters)
 
@@ -1082,6 +1177,7 @@ class Ports:
             max_words,
             receipts=self.receipts,
             masker=self.masker,
+            deferrals=self.deferrals,
         )
 
     def consolidation(
@@ -1091,6 +1187,7 @@ class Ports:
         options.setdefault("episodes", self.store)
         options.setdefault("records", self.store)
         options.setdefault("masker", self.masker)
+        options.setdefault("gate", self.gate())
         return ConsolidationService(
             self.store, self.jobs, self.archive, lambda: condenser, self.tracing, **options
         )

@@ -27,6 +27,7 @@ PAIRS = {
     "invoke_list_jobs.json": "api_get_jobs.json",
     "invoke_get_deletion.json": "api_get_deletion.json",
     "invoke_list_users.json": "api_get_users.json",
+    "invoke_get_usage.json": "api_get_usage.json",
     "invoke_delete_record.json": "api_delete_record.json",
     "invoke_forget_episode.json": "api_delete_episode.json",
     "invoke_ingest.json": "api_post_memory.json",

@@ -433,6 +433,7 @@ ROUTES_WITH_IDS = [
     ("GET", MEMORY + "/deletions/{id}", "receipt_id"),
     ("GET", f"{TENANT}/users/{{id}}/memory/jobs", "user_id"),
     ("GET", "/v1/tenants/{id}/users", "tenant_id"),
+    ("GET", "/v1/tenants/{id}/usage", "tenant_id"),
     ("GET", f"{TENANT}/users/{{id}}/memory/records", "user_id"),
     ("GET", TENANT + "/jobs/{id}", "job_id"),
     ("GET", "/v1/tenants/{id}/users/alice/memory", "tenant_id"),
@@ -689,6 +690,8 @@ DIRECT = {
     "list_jobs without user_id": ("get_memory", act("list_jobs", user_id=None), "user_id"),
     "list_users: limit 101": ("get_memory", act("list_users", limit=101), "limit"),
     "list_users: cursor a number": ("get_memory", act("list_users", cursor=5), "cursor"),
+    "get_usage without tenant_id": ("get_memory", act("get_usage", tenant_id=None), "tenant_id"),
+    "get_usage: tenant_id '..'": ("get_memory", act("get_usage", tenant_id=".."), "tenant_id"),
     "list_records: as_of without offset": (
         "get_memory",
         act("list_records", as_of="2023-05-08T10:00:00"),

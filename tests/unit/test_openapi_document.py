@@ -43,6 +43,7 @@ OPERATIONS = {
     ("GET", routes.JOBS_PATH): ("listJobs", 200),
     ("GET", routes.DELETION_PATH): ("getDeletion", 200),
     ("GET", routes.USERS_PATH): ("listUsers", 200),
+    ("GET", routes.USAGE_PATH): ("getUsage", 200),
     ("DELETE", routes.RECORD_PATH): ("deleteRecord", 204),
     ("DELETE", routes.EPISODE_PATH): ("forgetEpisode", 202),
     ("POST", routes.QUERY_PATH): ("queryMemory", 200),

@@ -80,7 +80,7 @@ class Job(SettlesWhenFinal, ApiModel):
     job_id: str
     tenant_id: str | None = None
     user_id: str | None = None
-    status: Literal["queued", "processing", "completed", "failed", "skipped"]
+    status: Literal["queued", "processing", "deferred", "completed", "failed", "skipped"]
     created_at: str | None = None
     updated_at: str | None = None
     occurred_at: str | None = None
@@ -240,9 +240,11 @@ class S3Erased(ApiModel):
 
 
 class QueueErased(ApiModel):
-    """Queued items a delete caught: their messages change nothing. Always in the answer: `messages_skipped`."""
+    """Queued items a delete caught: their messages change nothing. Always in the answer: `messages_skipped`,
+    `deferred_turns`."""
 
     messages_skipped: int = 0
+    deferred_turns: int = 0
 
 
 class VectorsErased(ApiModel):

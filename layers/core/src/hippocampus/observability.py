@@ -53,6 +53,8 @@ class MetricName(StrEnum):
     ANSWER_SCHEMA_RETRIES = "AnswerSchemaRetries"
     RECORDS_TRIMMED = "RecordsTrimmed"
     PII_VALUES_MASKED = "PiiValuesMasked"
+    JOBS_DEFERRED = "JobsDeferred"
+    DEFERRED_JOBS_RELEASED = "DeferredJobsReleased"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from hippocampus.contracts.budgets import TokenBudgets
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
@@ -85,6 +86,10 @@ class Settings(BaseModel):
     pii: PiiMode = "off"
     pii_detector: PiiDetectorName = "patterns"
 
+    # Tokens per tenant per UTC day (contracts/budgets.py): a whole number for every tenant, or a
+    # JSON object of tenant → tokens ("*" for the others); unset: no budget.
+    tenant_daily_tokens: str | None = None
+
     # Retention.
     ttl_days: int | None = Field(None, ge=1)
     job_retention_days: int = Field(30, ge=1)
@@ -114,6 +119,12 @@ class Settings(BaseModel):
             )
         return value
 
+    @field_validator("tenant_daily_tokens")
+    @classmethod
+    def _budgets(cls, value: str | None) -> str | None:
+        TokenBudgets.parse(value)  # a ValueError names what is wrong
+        return value
+
     @model_validator(mode="after")
     def _resolve_defaults(self) -> "Settings":
         has_key = bool(self.openai_api_key or self.llm_api_key_secret)
@@ -131,6 +142,10 @@ class Settings(BaseModel):
         if self.condense_prompt is not None and not self.condense_prompt.strip():
             object.__setattr__(self, "condense_prompt", None)
         return self
+
+    @property
+    def token_budgets(self) -> TokenBudgets:
+        return TokenBudgets.parse(self.tenant_daily_tokens)
 
     @property
     def provider(self) -> LlmProviderName:

@@ -28,16 +28,20 @@ from hippocampus.domain.reads.lists import ListService
 from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordService
 from hippocampus.domain.reads.service import ReadService
+from hippocampus.domain.reads.usage import UsageService
 from hippocampus.settings import get_settings
 
 if TYPE_CHECKING:
+    from hippocampus.adapters.dynamodb_budgets import DynamoDeferralStore, DynamoUsageStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.contracts.ports import Embedder, JobQueue, JobStore, LanguageModel, Tracing
+    from hippocampus.domain.condense.budget_gate import BudgetGate
     from hippocampus.domain.condense.consolidation import ConsolidationService
     from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
     from hippocampus.domain.condense.redrive import DeadLetterRedrive
+    from hippocampus.domain.condense.release import DeferredRelease
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.privacy.masking import Masker
     from hippocampus.domain.reads.edits import EditService
@@ -223,6 +227,7 @@ def edit_service() -> "EditService":
         settings.max_words,
         receipts=receipt_store(),
         masker=masker(),
+        deferrals=deferral_store(),
     )
 
 
@@ -240,6 +245,41 @@ def episode_forgetter() -> "EpisodeForgetter":
         get_settings().max_words,
         receipts=receipt_store(),
     )
+
+
+@once
+def usage_store() -> "DynamoUsageStore":
+    from hippocampus.adapters.dynamodb_budgets import DynamoUsageStore
+
+    return DynamoUsageStore(_table())
+
+
+@once
+def deferral_store() -> "DynamoDeferralStore":
+    from hippocampus.adapters.dynamodb_budgets import DynamoDeferralStore
+
+    return DynamoDeferralStore(_table(), episode_store())
+
+
+@once
+def usage_service() -> UsageService:
+    return UsageService(get_settings().token_budgets, usage_store(), deferral_store())
+
+
+@once
+def budget_gate() -> "BudgetGate":
+    """Per-tenant token budgets (MEMORY_TENANT_DAILY_TOKENS): always on, so a user's parked turns
+    keep their order even after the budgets are changed, and every tenant's usage is counted."""
+    from hippocampus.domain.condense.budget_gate import BudgetGate
+
+    return BudgetGate(get_settings().token_budgets, usage_store(), deferral_store())
+
+
+@once
+def deferred_release() -> "DeferredRelease":
+    from hippocampus.domain.condense.release import DeferredRelease
+
+    return DeferredRelease(budget_gate(), deferral_store(), job_store(), job_queue)
 
 
 def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "ConsolidationService":
@@ -272,6 +312,7 @@ def build_consolidation_service(model: "Callable[[], LanguageModel]") -> "Consol
         prompt_max_chars=settings.prompt_max_chars,
         burst_window_s=settings.burst_window_ms / 1000,
         masker=masker(),
+        gate=budget_gate(),
     )
 
 
@@ -296,6 +337,7 @@ def get_memory_handler() -> LambdaHandler:
             read_routes.list_service: list_service,
             read_routes.record_service: record_service,
             read_routes.receipt_service: receipt_service,
+            read_routes.usage_service: usage_service,
         },
     )
 
@@ -371,9 +413,9 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
     if model is None:
         consolidation_service()
         embedder()  # a bad embedding configuration fails the cold start too
-        return condenser_function(consolidation_service, reconciler, indexer, redrive)
+        return condenser_function(consolidation_service, reconciler, indexer, redrive, deferred_release)
     service = build_consolidation_service(lambda: model)
-    return condenser_function(lambda: service, reconciler, indexer, redrive)
+    return condenser_function(lambda: service, reconciler, indexer, redrive, deferred_release)
 
 
 def reset() -> None:

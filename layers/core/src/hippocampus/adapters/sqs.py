@@ -87,14 +87,20 @@ class SqsJobQueue:
             "Id": entry_id,
             "MessageBody": message.model_dump_json(),
             "MessageGroupId": message_group_id(message.tenant_id, message.user_id),
-            # A failed job sent again is queued anew under the same id: its queue time tells the two apart.
-            "MessageDeduplicationId": f"{message.job_id}-{int(message.queued_at.timestamp() * 1000)}",
+            # A failed job sent again is queued anew under the same id: its queue time tells the two
+            # apart; a parked turn sent back, its release time.
+            "MessageDeduplicationId": f"{message.job_id}-{_ms(message.queued_at)}"
+            + (f"-r{_ms(message.released_at)}" if message.released_at else ""),
         }
         if trace_header:
             entry["MessageSystemAttributes"] = {
                 "AWSTraceHeader": {"DataType": "String", "StringValue": trace_header}
             }
         return entry
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 # A message read by one pass stays hidden from the pass's next receives for this long (they read

@@ -172,5 +172,6 @@ USERS: Final = responses(
     {200: success("One page of the tenant's users with a summary or facts stored, by user id")},
     {422: _CURSOR},
 )
+USAGE: Final = responses({200: success("The tenant's LLM calls and tokens of the UTC day, and its budget")})
 QUERY: Final = responses({200: success("The user's facts, records and episodes ranked for the query")})
 CONTEXT: Final = responses({200: success("A block of context, within `max_words`")})

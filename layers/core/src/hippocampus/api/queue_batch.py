@@ -1,5 +1,6 @@
 """The condenser's entry point: an SQS FIFO batch in, `batchItemFailures` out; its scheduled
-pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/condense/dead_letters.py);
+pass over the dead-letter queue (an EventBridge "Scheduled Event", see domain/condense/dead_letters.py),
+which also sends back the turns parked by token budgets (domain/condense/release.py);
 and its direct action, the redrive of that queue (api/redrive_action.py).
 
 The whole batch is handed to the consolidation service at once, so one user's records are
@@ -24,6 +25,7 @@ from hippocampus.contracts.recall import IndexMessage
 from hippocampus.domain.condense.consolidation import ConsolidationService
 from hippocampus.domain.condense.dead_letters import DeadLetterReconciler
 from hippocampus.domain.condense.queued import QueuedItem
+from hippocampus.domain.condense.release import DeferredRelease
 from hippocampus.domain.recall.indexing import Indexer, index_users
 from hippocampus.observability import logger, metrics
 
@@ -43,14 +45,18 @@ def condenser_function(
     reconciler: Callable[[], DeadLetterReconciler],
     indexer: Callable[[], Indexer],
     redrive: RedriveProvider | None = None,
+    release: Callable[[], DeferredRelease] | None = None,
 ) -> CondenserHandler:
-    """`redrive` serves the direct action; without it, a direct invocation is refused (422)."""
+    """`redrive` serves the direct action; without it, a direct invocation is refused (422).
+    `release`: the scheduled pass also sends back the turns parked by token budgets."""
 
     @logger.inject_lambda_context
     @metrics.log_metrics
     def lambda_handler(event: Any, context: LambdaContext) -> PartialItemFailureResponse | JSON:
         if isinstance(event, Mapping) and event.get("detail-type") == SCHEDULED_EVENT:
             reconciler().reconcile()
+            if release is not None:
+                release().release()
             return {"batchItemFailures": []}
         if not isinstance(event, Mapping) or "Records" not in event:
             # Neither the schedule nor a batch: a direct invocation, whatever its JSON type.

@@ -1,5 +1,5 @@
 """Routes of the read path (the get_memory function): health, memory, history, jobs, the export, the
-lists of a user's facts, episodes and records, and the tenant's users."""
+lists of a user's facts, episodes and records, the tenant's users and its LLM usage."""
 
 from typing import Annotated
 
@@ -25,6 +25,7 @@ from hippocampus.api.params import (
     UserId,
 )
 from hippocampus.api.responses import conditional_memory_response
+from hippocampus.contracts.budgets import TenantUsage
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
 from hippocampus.contracts.models import (
     ExportDocument,
@@ -49,6 +50,7 @@ from hippocampus.contracts.routes import (
     JOBS_PATH,
     MEMORY_PATH,
     RECORDS_PATH,
+    USAGE_PATH,
     USERS_PATH,
     powertools_path,
 )
@@ -57,6 +59,7 @@ from hippocampus.domain.reads.lists import ListService
 from hippocampus.domain.reads.receipts import ReceiptService
 from hippocampus.domain.reads.records import RecordQuery, RecordService
 from hippocampus.domain.reads.service import ReadService
+from hippocampus.domain.reads.usage import UsageService
 
 router = APIGatewayRouter()
 
@@ -81,11 +84,16 @@ def receipt_service() -> ReceiptService:
     unwired("receipt_service")
 
 
+def usage_service() -> UsageService:
+    unwired("usage_service")
+
+
 Reads = Annotated[ReadService, Depends(read_service)]
 Records = Annotated[RecordService, Depends(record_service)]
 Receipts = Annotated[ReceiptService, Depends(receipt_service)]
 Lists = Annotated[ListService, Depends(list_service)]
 Exports = Annotated[ExportService, Depends(export_service)]
+Usage = Annotated[UsageService, Depends(usage_service)]
 IfNoneMatch = Annotated[
     str | None, Header(alias="If-None-Match", description="304 while the memory still has this ETag")
 ]
@@ -231,6 +239,17 @@ def list_users(
     tenant_id: TenantId, lists: Lists, limit: ListLimit = DEFAULT_LIST_LIMIT, cursor: ListCursor = None
 ) -> UserList:
     return lists.list_users(tenant_id, limit, cursor)
+
+
+@router.get(
+    powertools_path(USAGE_PATH),
+    summary="The tenant's LLM calls and tokens today (UTC), against its token budget",
+    operation_id="getUsage",
+    tags=["users"],
+    responses=documented.USAGE,
+)
+def get_usage(tenant_id: TenantId, usage: Usage) -> TenantUsage:
+    return usage.usage(tenant_id)
 
 
 @router.get(

@@ -29,7 +29,7 @@ from hippocampus.contracts.limits import (
 
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 
-JobStatus = Literal["queued", "processing", "completed", "failed", "skipped"]
+JobStatus = Literal["queued", "processing", "deferred", "completed", "failed", "skipped"]
 
 # RFC 3339: a date, a time and a `Z` or numeric offset (docs/api.md "Ingest", `occurred_at`).
 _RFC_3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})")
@@ -368,3 +368,6 @@ class CondenseMessage(Record):
     raw_key: str
     raw_index: int
     queued_at: datetime
+    # When a turn parked by its tenant's token budget was sent back to the queue (contracts/budgets.py);
+    # left out of a dump while unset, so every other message reads as it always did.
+    released_at: datetime | None = Field(default=None, exclude_if=lambda value: value is None)

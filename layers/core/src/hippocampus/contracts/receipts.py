@@ -48,6 +48,8 @@ class QueueErased(Counts):
     # Items accepted before the delete and still queued or being condensed: their jobs end
     # `skipped` (redacted), and their messages change nothing when they arrive.
     messages_skipped: int = 0
+    # Turns parked by the tenant's token budget (contracts/budgets.py): their ledger entries.
+    deferred_turns: int = 0
 
 
 class VectorsErased(Counts):

@@ -14,6 +14,7 @@ ApiFunctionName = Literal["get_memory", "ingest", "recall"]
 
 TENANT_PREFIX: Final = "/v1/tenants/{tenant_id}"
 USERS_PATH: Final = TENANT_PREFIX + "/users"
+USAGE_PATH: Final = TENANT_PREFIX + "/usage"
 MEMORY_PATH: Final = USERS_PATH + "/{user_id}/memory"
 HEALTH_PATH: Final = "/v1/health"
 OPENAPI_PATH: Final = "/v1/openapi.json"
@@ -48,6 +49,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", JOB_PATH, "get_memory"),
     Route("GET", JOBS_PATH, "get_memory"),
     Route("GET", USERS_PATH, "get_memory"),
+    Route("GET", USAGE_PATH, "get_memory"),
     Route("GET", FACTS_PATH, "get_memory"),
     Route("GET", EPISODES_PATH, "get_memory"),
     Route("GET", RECORDS_PATH, "get_memory"),

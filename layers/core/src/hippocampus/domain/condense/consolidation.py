@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+from hippocampus.contracts.budgets import DailyUsage
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
 from hippocampus.contracts.models import HistoryVersion, JobError, JobStatus
 from hippocampus.contracts.names import (
@@ -34,6 +35,7 @@ from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.recall import Episode
 from hippocampus.contracts.records import DEFAULT_MAX_RECORDS, MemoryRecord, RecordOperation, RecordStore
 from hippocampus.domain.clock import Clock, utc_now
+from hippocampus.domain.condense.budget_gate import BudgetGate
 from hippocampus.domain.condense.condenser import Condenser
 from hippocampus.domain.condense.deadline import (
     OUT_OF_TIME,
@@ -115,7 +117,9 @@ class ConsolidationService:
         burst_window_s: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
         masker: Masker | None = None,
+        gate: BudgetGate | None = None,
     ) -> None:
+        self._gate = gate
         self._prompt_max_chars = prompt_max_chars
         self._contents = ItemContents(jobs, archive, tracing, masker)
         self._episodes = episodes
@@ -255,6 +259,21 @@ class ConsolidationService:
             # Oldest first by when they happened (docs/architecture.md "Condensation"): a backfill
             # of older turns arriving after newer ones still reads in its own order.
             live.sort(key=lambda entry: entry.occurred_at)
+            from_ledger: frozenset[str] = frozenset()
+            if self._gate is not None:  # a tenant over its token budget: the turns are parked
+                try:
+                    admitted = self._gate.admitted(live, state.generation)
+                except ConditionFailed:  # a delete since: the next read skips the user's items
+                    lost += 1
+                    if lost >= WRITE_ATTEMPTS:
+                        raise CondensationFailed(
+                            "the user kept changing while its turns were parked"
+                        ) from None
+                    pending = self._unapplied(pending)
+                    continue
+                live, from_ledger = admitted.live, admitted.from_ledger
+                if not live:
+                    break
             pending = [entry.queued for entry in live]
             inputs = [
                 CondenseInput.from_item(entry.content, entry.queued.message.item_id, entry.occurred_at)
@@ -272,6 +291,8 @@ class ConsolidationService:
             self._jobs.set_job_status(tenant_id, [item.message.job_id for item in chunk], "processing")
             if self._apply(Attempt(chunk, inputs, episodes[:count], state, records, shown), deadline):
                 self._contents.completed(chunk)
+                if self._gate is not None:
+                    self._gate.condensed(chunk, from_ledger)
                 pending, lost, written = pending[count:], 0, state.generation
                 if state.episode_count + count > self._max_episodes:
                     self._trim_episodes(tenant_id, user_id)
@@ -299,6 +320,10 @@ class ConsolidationService:
         record_metric(MetricName.PROMPT_TOKENS, outcome.prompt_tokens)
         record_metric(MetricName.COMPLETION_TOKENS, outcome.completion_tokens)
         record_tenant_usage(tenant_id, outcome.llm_calls, outcome.prompt_tokens, outcome.completion_tokens)
+        if self._gate is not None:
+            self._gate.used(
+                tenant_id, DailyUsage(outcome.llm_calls, outcome.prompt_tokens, outcome.completion_tokens)
+            )
         if outcome.budget_cut:
             record_metric(MetricName.BUDGET_CUTS)
         if outcome.schema_retried:

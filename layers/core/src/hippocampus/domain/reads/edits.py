@@ -4,6 +4,7 @@ delete one fact."""
 import time
 from collections.abc import Callable
 
+from hippocampus.contracts.budgets import DeferralStore
 from hippocampus.contracts.errors import (
     ConditionFailed,
     LimitExceeded,
@@ -50,9 +51,11 @@ class EditService:
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         masker: Masker | None = None,
+        deferrals: DeferralStore | None = None,
     ) -> None:
         self._store = store
         self._masker = masker
+        self._deferrals = deferrals
         self._receipts = receipts
         self._sleep = sleep
         self._jobs = jobs
@@ -121,12 +124,15 @@ class EditService:
             jobs = self._jobs.erase_user(tenant_id, user_id, memory.generation)
         with self._tracing.span("s3.erase_user", tenant_id=tenant_id):
             archive = self._archive.erase_user(tenant_id, user_id, memory.generation)
+        parked = 0
+        if self._deferrals is not None:  # turns parked by the token budget: their jobs went above
+            with self._tracing.span("dynamodb.erase_deferred", tenant_id=tenant_id):
+                parked = self._deferrals.erase_user(tenant_id, user_id)
         record_metric(MetricName.DELETES)
         deletion = Deletion(tenant_id, user_id, "user", None, memory.generation, requested_at)
+        counts = erased_counts(memory, jobs, archive, parked)
         with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
-            return issue_receipt(
-                self._receipts, deletion, erased_counts(memory, jobs, archive), self._clock()
-            )
+            return issue_receipt(self._receipts, deletion, counts, self._clock())
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> DeletionReceipt:
         """Delete the fact and take it off the user's fact counts in one transaction; decided again
@@ -158,7 +164,9 @@ class EditService:
             return issue_receipt(self._receipts, deletion, erased, self._clock())
 
 
-def erased_counts(memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasure) -> ErasedCounts:
+def erased_counts(
+    memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasure, deferred_turns: int = 0
+) -> ErasedCounts:
     return ErasedCounts(
         dynamodb=DynamoDbErased(
             memory=memory.summary,
@@ -171,6 +179,6 @@ def erased_counts(memory: MemoryErasure, jobs: JobErasure, archive: ArchiveErasu
             pii_placeholders=memory.placeholders,
         ),
         s3=S3Erased(raw_objects=archive.raw_objects, history_objects=archive.history_objects),
-        queue=QueueErased(messages_skipped=jobs.skipped),
+        queue=QueueErased(messages_skipped=jobs.skipped, deferred_turns=deferred_turns),
         vectors=memory.vectors,
     )
