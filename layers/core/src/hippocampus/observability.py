@@ -6,7 +6,7 @@ line unless `MEMORY_LOG_CONTENT=true`, docs/configuration.md) and counts with
 `record_metric(MetricName.X)`. Tracing is an adapter (`hippocampus.adapters.tracing`).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Final
 
@@ -72,15 +72,30 @@ TENANT_DIMENSION: Final = "tenant"
 TENANT_USAGE: Final = ("TenantLlmCalls", "TenantPromptTokens", "TenantCompletionTokens")
 
 
+TENANT_JOBS_DEFERRED: Final = "TenantJobsDeferred"  # turns parked by the tenant's token budget
+
+
 def record_tenant_usage(tenant_id: str, llm_calls: int, prompt_tokens: int, completion_tokens: int) -> None:
-    """The LLM calls and tokens of one condensation, by tenant: flushed at once, in a blob of their
-    own, so the tenant dimension never lands on the service's other metrics."""
-    usage = EphemeralMetrics(namespace=METRICS_NAMESPACE)
-    usage.add_dimension(name="service", value=SERVICE_NAME)
-    usage.add_dimension(name=TENANT_DIMENSION, value=tenant_id)
-    for name, value in zip(TENANT_USAGE, (llm_calls, prompt_tokens, completion_tokens), strict=True):
-        usage.add_metric(name=name, unit=MetricUnit.Count, value=value)
-    usage.flush_metrics()
+    """The LLM calls and tokens of one condensation, by tenant."""
+    _record_for_tenant(
+        tenant_id, zip(TENANT_USAGE, (llm_calls, prompt_tokens, completion_tokens), strict=True)
+    )
+
+
+def record_tenant_deferred(tenant_id: str, jobs: int) -> None:
+    """Turns of the tenant parked by its token budget."""
+    _record_for_tenant(tenant_id, [(TENANT_JOBS_DEFERRED, jobs)])
+
+
+def _record_for_tenant(tenant_id: str, values: Iterable[tuple[str, float]]) -> None:
+    """Flushed at once, in a blob of their own, so the tenant dimension never lands on the
+    service's other metrics."""
+    blob = EphemeralMetrics(namespace=METRICS_NAMESPACE)
+    blob.add_dimension(name="service", value=SERVICE_NAME)
+    blob.add_dimension(name=TENANT_DIMENSION, value=tenant_id)
+    for name, value in values:
+        blob.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    blob.flush_metrics()
 
 
 def record_metric(name: MetricName, value: float = 1, *, sink: Metrics | None = None) -> None:

@@ -25,7 +25,7 @@ from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.episodes import episode_of
 from hippocampus.domain.condense.live_items import LiveItem
 from hippocampus.domain.condense.queued import QueuedItem
-from hippocampus.observability import MetricName, logger, record_metric
+from hippocampus.observability import MetricName, logger, record_metric, record_tenant_deferred
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ class BudgetGate:
         messages = [entry.queued.message for entry in held]
         self._deferrals.defer(Deferral(first.tenant_id, first.user_id, generation, episodes, messages))
         record_metric(MetricName.JOBS_DEFERRED, len(held))
+        record_tenant_deferred(first.tenant_id, len(held))
         reason = "token budget spent" if spent else "behind the user's parked turns"
         logger.info("turns deferred", extra={"jobs": len(held), "reason": reason})
 
