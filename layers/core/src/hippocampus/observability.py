@@ -55,6 +55,7 @@ class MetricName(StrEnum):
     PII_VALUES_MASKED = "PiiValuesMasked"
     JOBS_DEFERRED = "JobsDeferred"
     DEFERRED_JOBS_RELEASED = "DeferredJobsReleased"
+    EVENTS_PUBLISHED = "EventsPublished"
 
 
 _METRIC_UNITS: Final[Mapping[MetricName, MetricUnit]] = {

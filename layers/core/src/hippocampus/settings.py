@@ -57,6 +57,7 @@ class Settings(BaseModel):
     bucket_name: str = ""
     queue_url: str = ""
     dlq_url: str = ""  # the condenser's dead-letter queue (read by the condenser's scheduled pass)
+    event_bus_name: str = ""  # the EventBridge bus the events function publishes to
 
     # Condensation.
     max_words: int = Field(50, ge=5, le=2000)
@@ -94,6 +95,9 @@ class Settings(BaseModel):
     ttl_days: int | None = Field(None, ge=1)
     job_retention_days: int = Field(30, ge=1)
     idempotency_ttl_s: int = Field(3600, ge=60)
+
+    # Events (contracts/events.py): memory and record text in their details too.
+    events_include_content: bool = False
 
     # Observability.
     log_content: bool = False

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
+    from hippocampus.api.stream_batch import StreamHandler
     from hippocampus.contracts.ports import Embedder, JobQueue, JobStore, LanguageModel, Tracing
     from hippocampus.domain.condense.budget_gate import BudgetGate
     from hippocampus.domain.condense.consolidation import ConsolidationService
@@ -416,6 +417,23 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
         return condenser_function(consolidation_service, reconciler, indexer, redrive, deferred_release)
     service = build_consolidation_service(lambda: model)
     return condenser_function(lambda: service, reconciler, indexer, redrive, deferred_release)
+
+
+def events_handler() -> "StreamHandler":
+    """The events function: the table's change stream published on EventBridge (docs/architecture.md
+    "Events"); a missing MEMORY_EVENT_BUS_NAME fails the cold start."""
+    from hippocampus.adapters.dynamodb_stream import stored_change
+    from hippocampus.adapters.eventbridge import EventBridgePublisher
+    from hippocampus.api.stream_batch import events_function
+
+    settings = get_settings()
+    bus_name = settings.require("event_bus_name")
+
+    @lru_cache(maxsize=1)
+    def publisher() -> EventBridgePublisher:
+        return EventBridgePublisher(bus_name, lambda: aws_clients.client("events"))
+
+    return events_function(stored_change, publisher, settings.events_include_content)
 
 
 def reset() -> None:

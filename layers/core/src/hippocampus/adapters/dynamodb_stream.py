@@ -1,0 +1,57 @@
+"""The table's change stream read as stored changes (docs/architecture.md "Events"): a stream
+record's keys say what the item is (the layout of adapters/dynamodb_table.py), its images what it
+was and became. Items that are no event's (facts, episodes, indexes, usage, ...) read as None."""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from hippocampus.adapters.dynamodb_items import decoded
+from hippocampus.adapters.dynamodb_receipts import RECEIPT_SK
+from hippocampus.adapters.dynamodb_table import JOB_SK, MEMORY_SK, RECORD_PREFIX
+from hippocampus.contracts.events import ChangeKind, StoredChange
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+
+
+def stored_change(record: Mapping[str, Any]) -> StoredChange | None:
+    """The change one stream record (as Lambda hands it) describes, or None."""
+    stream = record.get("dynamodb") or {}
+    keys = stream.get("Keys") or {}
+    pk, sk = keys.get(PK, {}).get("S", ""), keys.get(SK, {}).get("S", "")
+    old = decoded(stream["OldImage"]) if stream.get("OldImage") else None
+    new = decoded(stream["NewImage"]) if stream.get("NewImage") else None
+    image = new if new is not None else old
+    if image is None:
+        return None
+    found = _kind(pk, sk)
+    if found is None:
+        return None
+    kind, tenant_id = found
+    user_id = _user(kind, pk, image)
+    return StoredChange(str(record.get("eventID", "")), kind, tenant_id, user_id, old, new)
+
+
+def _kind(pk: str, sk: str) -> tuple[ChangeKind, str] | None:
+    """What the item is, and its tenant: by the shape of its keys."""
+    parts = pk.split("#")
+    if len(parts) != 4 or parts[0] != "T":
+        return None
+    tenant_id, scope = parts[1], parts[2]
+    if scope == "U" and sk == MEMORY_SK:
+        return "memory", tenant_id
+    if scope == "U" and sk.startswith(RECORD_PREFIX):
+        return "record", tenant_id
+    if scope == "J" and sk == JOB_SK:
+        return "job", tenant_id
+    if scope == "DEL" and sk == RECEIPT_SK:
+        return "receipt", tenant_id
+    return None
+
+
+def _user(kind: ChangeKind, pk: str, image: Mapping[str, Any]) -> str:
+    if kind in ("memory", "record"):
+        return pk.split("#")[3]
+    if kind == "job":
+        return str(image.get("user_id", ""))
+    return str(json.loads(image["receipt"]).get("user_id", ""))

@@ -1,0 +1,1 @@
+"""Events: committed changes of the memory published on EventBridge (docs/architecture.md "Events")."""
