@@ -10,7 +10,9 @@ Single keys can be overridden on the CDK command line without editing cdk.json:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -25,6 +27,8 @@ from pydantic import (
     model_validator,
 )
 
+from hippocampus.contracts.budgets import ANY_TENANT
+from hippocampus.contracts.limits import IDENTIFIER_PATTERN
 from hippocampus.contracts.names import (
     CONDENSER_TIMEOUT_S,
     DEFAULT_EMBEDDING_DIMENSIONS,
@@ -52,6 +56,12 @@ LOG_RETENTION_DAYS: Final = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
 
+# Token budgets: each named tenant gets two alarms (infra/monitoring.py), and CloudFormation takes
+# at most 500 resources per stack; the budgets travel as one environment variable, and Lambda allows
+# 4 KB of variables per function in all (the condenser's others take up to about 1.5 KB).
+MAX_BUDGETED_TENANTS: Final = 100
+MAX_BUDGETS_JSON_CHARS: Final = 2048
+
 # The only vector sizes Titan Text Embeddings V2 offers (as the bedrock embedding adapter checks at
 # cold start): refused here at synth time instead of failing every deployed cold start.
 
@@ -62,6 +72,8 @@ SecretName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9/_+=.@-]{1,51
 ModelId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")]
 Email = Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
 HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)]
+# Tokens per UTC day: a JSON integer (not 1.0, "5" or true), at least 1.
+DailyTokens = Annotated[int, Field(strict=True, ge=1)]
 
 
 class ConfigError(ValueError):
@@ -135,6 +147,12 @@ class DeploymentConfig(BaseModel):
         "postal addresses; billed per request).",
     )
 
+    tenant_token_budgets: dict[str, DailyTokens] = Field(
+        default_factory=dict,
+        description='LLM tokens per tenant per UTC day ({"acme": 200000}, "*" for every other tenant): over '
+        "it a tenant's turns are kept and condensed after 00:00 UTC; {} means no budget.",
+    )
+
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
     log_retention_days: int = Field(30, description="Retention of every log group.")
@@ -160,6 +178,41 @@ class DeploymentConfig(BaseModel):
     removal_policy: Literal["retain", "destroy"] = Field(
         "retain", description="What `cdk destroy` does with tables, buckets and log groups."
     )
+
+    @field_validator("tenant_token_budgets", mode="before")
+    @classmethod
+    def _budgets_object(cls, value: Any) -> Any:
+        # `-c hippocampus.tenant_token_budgets='{"acme": 200000}'` arrives as a string.
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        if not isinstance(value, Mapping):
+            raise ValueError(
+                'must be an object of tenant id to tokens per UTC day, "*" for every other tenant, '
+                'e.g. {"acme": 200000, "*": 50000}'
+            )
+        return value
+
+    @field_validator("tenant_token_budgets")
+    @classmethod
+    def _budgeted_tenants(cls, value: dict[str, int]) -> dict[str, int]:
+        for tenant in value:
+            if tenant != ANY_TENANT and not re.fullmatch(IDENTIFIER_PATTERN, tenant):
+                raise ValueError(
+                    f'tenant id {tenant!r} must match {IDENTIFIER_PATTERN} (or be "{ANY_TENANT}")'
+                )
+        named = len(value.keys() - {ANY_TENANT})
+        if named > MAX_BUDGETED_TENANTS:
+            raise ValueError(
+                f"names {named} tenants: at most {MAX_BUDGETED_TENANTS} (two alarms each; a stack holds "
+                f'at most 500 resources); give the others "{ANY_TENANT}"'
+            )
+        if len(_compact_json(value)) > MAX_BUDGETS_JSON_CHARS:
+            raise ValueError(
+                f"is {len(_compact_json(value))} characters as JSON: at most {MAX_BUDGETS_JSON_CHARS} (it is "
+                "passed as MEMORY_TENANT_DAILY_TOKENS, and Lambda allows 4 KB of variables per function)"
+            )
+        return value
 
     @field_validator("log_retention_days")
     @classmethod
@@ -240,8 +293,22 @@ class DeploymentConfig(BaseModel):
         return self.llm_secret_name or f"hippocampus/{self.stage}/llm-api-key"
 
     @property
+    def tenant_daily_tokens(self) -> str | None:
+        """The budgets as MEMORY_TENANT_DAILY_TOKENS reads them (compact JSON, keys sorted); None: no budget."""
+        return _compact_json(self.tenant_token_budgets) if self.tenant_token_budgets else None
+
+    @property
+    def budgeted_tenants(self) -> dict[str, int]:
+        """The tenants named with a budget (not "*", which stands for tenants that cannot be listed)."""
+        return {t: tokens for t, tokens in sorted(self.tenant_token_budgets.items()) if t != ANY_TENANT}
+
+    @property
     def name_prefix(self) -> str:
         return f"{SERVICE_NAME}-{self.stage}"
+
+
+def _compact_json(value: Mapping[str, int]) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 class _KeyError(ValueError):

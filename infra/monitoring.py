@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import batched
 from typing import Final
 
 import aws_cdk as cdk
@@ -20,6 +21,16 @@ from infra.config import DeploymentConfig
 PERIOD: Final = cdk.Duration.minutes(5)
 # Backlog alarm: the oldest queued item waits longer than this (condenser stuck or throttled).
 QUEUE_AGE_ALARM_S: Final = 900
+# The token budget alarm's period: CloudWatch's (sliding) window is then the 24 hours before each
+# evaluation, so it fires within minutes of a UTC day's use reaching the budget (docs/operations.md).
+BUDGET_PERIOD: Final = cdk.Duration.days(1)
+# The per-tenant metrics the condenser emits (hippocampus.observability), dimensions service and tenant.
+TENANT_DIMENSION: Final = "tenant"
+TENANT_PROMPT_TOKENS: Final = "TenantPromptTokens"
+TENANT_COMPLETION_TOKENS: Final = "TenantCompletionTokens"
+TENANT_JOBS_DEFERRED: Final = "TenantJobsDeferred"
+# The most alarms one alarm status widget shows (CloudWatch's limit).
+ALARMS_PER_STATUS_WIDGET: Final = 100
 
 
 def service_metric(name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
@@ -34,8 +45,26 @@ def service_metric(name: str, statistic: str, label: str | None = None) -> cloud
     )
 
 
+def tenant_metric(name: str, tenant_id: str, period: cdk.Duration) -> cloudwatch.Metric:
+    """One tenant's series of a per-tenant metric (its Sum), as the condenser emits it."""
+    return cloudwatch.Metric(
+        namespace=schema.METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": schema.SERVICE_NAME, TENANT_DIMENSION: tenant_id},
+        statistic="Sum",
+        period=period,
+    )
+
+
+def tenant_construct_id(tenant_id: str) -> str:
+    """A tenant id as part of a construct id: letters and digits kept, any other character (`._@:-`)
+    written `_` and its hex code, so no two tenants share one and a tenant's ids never change."""
+    return "".join(c if c.isascii() and c.isalnum() else f"_{ord(c):02x}" for c in tenant_id)
+
+
 def tenant_usage(name: str) -> cloudwatch.MathExpression:
-    """Every tenant's series of one per-tenant usage metric (observability.record_tenant_usage)."""
+    """Every tenant's series of one per-tenant metric (observability: record_tenant_usage and
+    record_tenant_deferred)."""
     search = f"SEARCH('{{{schema.METRICS_NAMESPACE},service,tenant}} MetricName=\"{name}\"', 'Sum', 300)"
     return cloudwatch.MathExpression(expression=search, label=name, period=PERIOD)
 
@@ -129,6 +158,13 @@ class Monitoring(Construct):
                 threshold=QUEUE_AGE_ALARM_S,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             ),
+        ]
+
+        # Two per tenant named in tenant_token_budgets; "*" stands for tenants no list holds.
+        self.budget_alarms = [
+            alarm
+            for tenant_id, budget in config.budgeted_tenants.items()
+            for alarm in self._budget_alarms(prefix, tenant_id, budget)
         ]
 
         def fn_metrics(fn: lambda_.IFunction, label: str) -> list[cloudwatch.IMetric]:
@@ -246,7 +282,50 @@ class Monitoring(Construct):
                 width=24,
             )
         )
+        if config.tenant_token_budgets:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Turns parked by token budgets, by tenant",
+                    left=[tenant_usage(TENANT_JOBS_DEFERRED)],
+                    width=24,
+                )
+            )
         self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
+        for alarms in batched(self.budget_alarms, ALARMS_PER_STATUS_WIDGET):
+            self.dashboard.add_widgets(
+                cloudwatch.AlarmStatusWidget(alarms=list(alarms), title="Token budgets", width=24)
+            )
+
+    def _budget_alarms(self, prefix: str, tenant_id: str, budget: int) -> list[cloudwatch.Alarm]:
+        """The tenant's tokens reached its budget; its turns are being parked."""
+        tokens = cloudwatch.MathExpression(
+            expression="prompt + completion",
+            using_metrics={
+                "prompt": tenant_metric(TENANT_PROMPT_TOKENS, tenant_id, BUDGET_PERIOD),
+                "completion": tenant_metric(TENANT_COMPLETION_TOKENS, tenant_id, BUDGET_PERIOD),
+            },
+            period=BUDGET_PERIOD,
+        )
+        construct_id = tenant_construct_id(tenant_id)
+        return [
+            self._alarm(
+                f"TokenBudget-{construct_id}",
+                f"{prefix}-tenant-{tenant_id}-token-budget",
+                f"Tenant {tenant_id} used at least its daily token budget ({budget}) in the last 24 hours; "
+                "once its UTC day's tokens reach it, its turns are parked until 00:00 UTC (its usage route "
+                "tells the day's).",
+                tokens,
+                threshold=budget,
+            ),
+            self._alarm(
+                f"JobsDeferred-{construct_id}",
+                f"{prefix}-tenant-{tenant_id}-jobs-deferred",
+                f"Turns of tenant {tenant_id} were parked by its token budget in the last 5 minutes "
+                "(kept as episodes, jobs deferred, condensed after 00:00 UTC).",
+                tenant_metric(TENANT_JOBS_DEFERRED, tenant_id, PERIOD),
+                threshold=1,
+            ),
+        ]
 
     def _alarm(
         self,

@@ -127,9 +127,9 @@ def function_environments(
     # No bucket: recall reads one partition of the table and nothing of the archive.
     recall = {"MEMORY_TABLE_NAME": resources.table, **_shared(config), **_embeddings(config)}
     environments: dict[FunctionName, dict[str, str]] = {
-        "get_memory": common,
+        "get_memory": common | _budgets(config),  # the usage route answers the tenant's budget
         "ingest": ingest,
-        "condenser": condenser,
+        "condenser": condenser | _budgets(config),  # the gate before each LLM call, and the release
         "recall": recall,
     }
     for spec in FUNCTION_SPECS:
@@ -163,6 +163,13 @@ def _pii(config: DeploymentConfig) -> dict[str, str]:
     if config.pii == "off":
         return {}
     return {"MEMORY_PII": config.pii, "MEMORY_PII_DETECTOR": config.pii_detector}
+
+
+def _budgets(config: DeploymentConfig) -> dict[str, str]:
+    """The tenants' token budgets (`tenant_token_budgets`), for the functions that read them; none
+    without a budget, which is also the functions' own default."""
+    budgets = config.tenant_daily_tokens
+    return {"MEMORY_TENANT_DAILY_TOKENS": budgets} if budgets else {}
 
 
 def _llm(config: DeploymentConfig) -> dict[str, str]:
