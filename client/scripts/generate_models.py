@@ -131,6 +131,14 @@ CLIENT_MODELS = (
         '(docs/api.md "Deletion receipts").',
         requires=("receipt_id", "scope", "erased"),
     ),
+    ClientModel(
+        "TenantUsage",
+        "TenantUsage",
+        "`GET /v1/tenants/{tenant_id}/usage`: the tenant's LLM calls and tokens of the UTC day against its "
+        'daily token budget (docs/api.md "Usage"); `budget` and `remaining` are None without a budget.',
+        # `budget` and `remaining` too: read as None, a missing one would say "no budget".
+        requires=("tenant_id", "day", "tokens", "budget", "remaining"),
+    ),
     ClientModel("Pair", "ConversationPair", "One user turn and the assistant's answer.", request=True),
     ClientModel(
         "Item",

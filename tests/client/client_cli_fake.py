@@ -1,7 +1,8 @@
 """A fake Hippocampus for the CLI's tests: a threaded 127.0.0.1 HTTP server that answers the routes
 of docs/api.md like the service (envelopes, 202 with jobs, the 1 MiB and 100-item limits, the
-Idempotency-Key replay, job ids deterministic in user, item id and content) and the condenser's
-`redrive_dead_letters` through Lambda's Invoke API path, recording what it was sent."""
+Idempotency-Key replay, job ids deterministic in user, item id and content, jobs `deferred` by the
+token budget, the tenant's usage) and the condenser's `redrive_dead_letters` through Lambda's
+Invoke API path, recording what it was sent."""
 
 import hashlib
 import json
@@ -12,10 +13,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from client_test_servers import BUDGET_SPENT, usage_body
+
 Answer = tuple[int, dict[str, str], Any]
 MAX_BODY = 1_048_576
 # Marks in an item's text: refused with 422 (as a bad field is), its job failed, its job never final.
 INVALID_MARK, FAIL_MARK, STUCK_MARK = "REFUSE-ME", "FAIL-ME", "STAY-QUEUED"
+# Its job `deferred` (the tenant's token budget spent) on its first DEFERRED_READS reads, then
+# condensed; with STUCK_MARK too, deferred for good.
+DEFER_MARK, DEFERRED_READS = "OVER-BUDGET", 2
 
 
 def envelope(code: str, status: int, message: str = "refused", details: list[Any] | None = None) -> Answer:
@@ -47,6 +53,8 @@ class FakeHippocampus:
     refuse_ingest_after: int | None = None  # then 503 to every ingest
     throttle_next: int = 0  # answer this many ingests with 429 first
     after_ingest: Callable[[int], None] | None = None  # called with `ingests` after each accepted
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)  # by tenant; else none used, no budget
+    job_reads: dict[str, int] = field(default_factory=dict)
     dead_letters: int = 0
     redrive_limits: list[int] = field(default_factory=list)
     _keys: dict[tuple[str, str, str], tuple[str, Answer]] = field(default_factory=dict)
@@ -101,6 +109,8 @@ class FakeHippocampus:
             if parts[:2] != ["v1", "tenants"] or len(parts) < 4:
                 return envelope("not_found", 404)
             tenant = parts[2]
+            if parts[3:] == ["usage"] and method == "GET":
+                return 200, {}, self.usage.get(tenant) or usage_body(tenant)
             if parts[3] == "jobs":
                 return self._job(tenant, parts[4])
             user, rest = parts[4], parts[6:]
@@ -235,6 +245,12 @@ class FakeHippocampus:
         job = self.jobs.get(job_id)
         if job is None or job["tenant_id"] != tenant:
             return envelope("not_found", 404, "no such job")
+        if DEFER_MARK in job["text"] and job["status"] in ("queued", "deferred"):
+            self.job_reads[job_id] = self.job_reads.get(job_id, 0) + 1
+            if STUCK_MARK in job["text"] or self.job_reads[job_id] <= DEFERRED_READS:
+                job |= {"status": "deferred", "error": BUDGET_SPENT}
+                return 200, {}, job
+            job |= {"status": "queued", "error": None}
         if job["status"] == "queued" and STUCK_MARK not in job["text"]:  # condensed on its first read
             memory = self._memory((tenant, job["user_id"]))
             memory["version"] += 1

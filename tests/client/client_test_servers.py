@@ -8,8 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx2
+import pytest
 
-from hippocampus_client import AsyncMemoryClient, HttpTransport, MemoryClient
+from hippocampus_client import AsyncMemoryClient, HttpTransport, MemoryClient, programs, sync_client
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
 
@@ -25,6 +26,52 @@ def memory_body(memory: str | None = "Alice sells candles.", version: int = 1) -
 
 def job_body(job_id: str = "job-1", status: str = "queued") -> dict[str, Any]:
     return {"job_id": job_id, "tenant_id": "acme", "user_id": "alice", "item_id": "i", "status": status}
+
+
+class FakeClock:
+    """The clock of `wait` without waiting: its deadline reads `monotonic()`, and its pauses between
+    polls (`MemoryClient`'s) move the clock on at once, so a test of a long wait takes no time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """A `FakeClock` in place of the `time` of programs.py (deadlines) and sync_client.py (pauses)."""
+    clock = FakeClock()
+    monkeypatch.setattr(programs, "time", clock)
+    monkeypatch.setattr(sync_client, "time", clock)
+    return clock
+
+
+# The error of a `deferred` job (docs/api.md "Jobs").
+BUDGET_SPENT = {
+    "code": "token_budget_exhausted",
+    "message": "the tenant's daily token budget is spent: condensed after it resets (00:00 UTC)",
+}
+
+
+def deferred_job_body(job_id: str = "job-1") -> dict[str, Any]:
+    """A job its tenant's spent token budget holds."""
+    return job_body(job_id, "deferred") | {"error": BUDGET_SPENT}
+
+
+def usage_body(tenant: str = "acme", budget: int | None = None, **counts: int) -> dict[str, Any]:
+    """`GET /v1/tenants/{tenant}/usage` (docs/api.md "Usage") on 2026-12-05."""
+    numbers = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "deferred_jobs": 0} | counts
+    tokens = numbers["prompt_tokens"] + numbers["completion_tokens"]
+    return {
+        "tenant_id": tenant, "day": "2026-12-05", **numbers, "tokens": tokens, "budget": budget,
+        "remaining": None if budget is None else max(0, budget - tokens), "resets_at": "2026-12-06T00:00:00Z",
+    }  # fmt: skip
 
 
 class Recorder:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from client_cli_fake import FakeHippocampus
-from client_test_servers import closed_port
+from client_cli_fake import DEFERRED_READS, FakeHippocampus
+from client_test_servers import closed_port, fake_clock, usage_body
 
 from hippocampus_client import cli_redrive
 from hippocampus_client.cli import cli
@@ -239,6 +239,54 @@ def test_job_and_wait(fake: FakeHippocampus) -> None:
     assert [j["status"] for j in document(timed_out)["jobs"]] == ["completed", "queued"]
 
 
+def added_job(fake: FakeHippocampus, text: str) -> str:
+    """The id of the job of `add alice TEXT`."""
+    job_id: str = document(run(fake, "add", "alice", text, json_output=True))["jobs"][0]["job_id"]
+    return job_id
+
+
+def test_wait_keeps_waiting_while_a_job_is_deferred(
+    fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = fake_clock(monkeypatch)  # the pauses between polls take no time
+    first = added_job(fake, "OVER-BUDGET one")
+    assert run(fake, "job", first).stdout == (
+        f"{first} deferred item=item-0 error=token_budget_exhausted: "
+        "the tenant's daily token budget is spent: condensed after it resets (00:00 UTC)\n"
+    )
+    job_id = added_job(fake, "OVER-BUDGET two")
+    waited = run(fake, "wait", job_id, "--interval", "5")  # read once to know it, then polled
+    assert (waited.exit_code, waited.stderr) == (0, "")
+    assert waited.stdout.startswith(f"{job_id} completed item=item-1 version=1")
+    assert fake.job_reads[job_id] == DEFERRED_READS + 1 and clock.slept == [5.0]
+    added = run(fake, "add", "alice", "OVER-BUDGET three", "--wait")
+    assert added.exit_code == 0 and " completed item=item-2 version=2" in added.stdout
+    assert clock.slept == [5.0, 0.25, 0.25]  # deferred twice, a pause after each
+
+
+def test_a_job_still_deferred_at_the_timeout_is_printed_with_its_error(
+    fake: FakeHippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = fake_clock(monkeypatch)
+    job_id = added_job(fake, "OVER-BUDGET STAY-QUEUED")
+    result = run(fake, "wait", job_id, "--timeout", "60", "--interval", "5")
+    assert result.exit_code == 1 and sum(clock.slept) == 60
+    assert result.stdout == (
+        f"{job_id} deferred item=item-0 error=token_budget_exhausted: "
+        "the tenant's daily token budget is spent: condensed after it resets (00:00 UTC)\n"
+    )
+    assert result.stderr == (
+        "error: wait_timeout: 1 of 1 jobs not final after 60.0 s\n"
+        "1 job deferred: the tenant's daily token budget is spent; condensed after it resets at 00:00 UTC "
+        "(hippocampus usage)\n"
+    )
+    as_json = document(run(fake, "add", "alice", "OVER-BUDGET STAY-QUEUED", "--wait", json_output=True))
+    assert [(j["status"], j["error"]["code"]) for j in as_json["jobs"]] == [
+        ("deferred", "token_budget_exhausted")
+    ]
+    assert [e["code"] for e in as_json["errors"]] == ["wait_timeout"]
+
+
 def test_forget_asks_unless_yes(fake: FakeHippocampus) -> None:
     seed(fake, facts=1)
     declined = run(fake, "forget", "alice", input="n\n")
@@ -271,6 +319,51 @@ def test_forget_asks_unless_yes(fake: FakeHippocampus) -> None:
         "receipt_id": "del_0123456789abcdef01234567",
     }
     assert fake.requests[-1].method == "DELETE" and fake.requests[-1].path.endswith("/users/alice/memory")
+
+
+# --- usage --------------------------------------------------------------------------------------
+
+
+def test_usage_prints_the_day_against_the_budget(fake: FakeHippocampus) -> None:
+    counts = {"calls": 12, "prompt_tokens": 40_100, "completion_tokens": 8_110, "deferred_jobs": 3}
+    fake.usage["acme"] = usage_body(budget=200_000, **counts)
+    result = run(fake, "usage")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == (
+        "acme on 2026-12-05 (UTC): 12 LLM calls, 48,210 tokens (40,100 prompt + 8,110 completion) of 200,000"
+        " — 151,790 left; 3 jobs deferred; resets at 2026-12-06T00:00:00Z\n"
+    )
+    assert (fake.requests[-1].method, fake.requests[-1].path) == ("GET", "/v1/tenants/acme/usage")
+    assert document(run(fake, "usage", json_output=True)) == fake.usage["acme"]
+
+
+def test_usage_without_a_budget_and_spent(fake: FakeHippocampus) -> None:
+    fake.usage["beta"] = usage_body(
+        "beta", calls=1, prompt_tokens=1_250_000, completion_tokens=3, deferred_jobs=1
+    )
+    # `--tenant` after the command, as every command takes the global options
+    unlimited = CliRunner().invoke(cli, ["--endpoint", fake.url, "usage", "--tenant", "beta"])
+    assert unlimited.stdout == (
+        "beta on 2026-12-05 (UTC): 1 LLM call, 1,250,003 tokens (1,250,000 prompt + 3 completion), no budget;"
+        " 1 job deferred; resets at 2026-12-06T00:00:00Z\n"
+    )
+    assert fake.requests[-1].path == "/v1/tenants/beta/usage"
+    fake.usage["acme"] = usage_body(budget=1_000, calls=2, prompt_tokens=900, completion_tokens=300)
+    spent = run(fake, "usage").stdout
+    assert spent.endswith(
+        "1,200 tokens (900 prompt + 300 completion) of 1,000 — 0 left; 0 jobs deferred; resets at 2026-12-06T00:00:00Z\n"
+    )
+    assert document(run(fake, "usage", json_output=True))["remaining"] == 0
+
+
+def test_usage_errors_are_one_line(fake: FakeHippocampus) -> None:
+    dead = CliRunner().invoke(
+        cli, ["--endpoint", f"http://127.0.0.1:{closed_port()}", "--tenant", "acme", "usage"]
+    )
+    assert dead.exit_code == 1 and dead.stderr.startswith("error: connection_error: ")
+    no_tenant = CliRunner().invoke(cli, ["--endpoint", fake.url, "usage"], env={"HIPPOCAMPUS_TENANT": ""})
+    assert no_tenant.exit_code == 1 and "error: configuration_error: no tenant" in no_tenant.stderr
+    assert fake.requests == []
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -396,6 +489,7 @@ ID_ARGUMENTS = [
     (["wait", "job-1", "{}"], "'JOB_ID...'"),
     (["--tenant", "{}", "get", "alice"], "'--tenant'"),
     (["get", "alice", "--tenant", "{}"], "'--tenant'"),
+    (["usage", "--tenant", "{}"], "'--tenant'"),
 ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from client_test_servers import RecordingServer, envelope, job_body, json_answer, memory_body
+from client_test_servers import RecordingServer, envelope, job_body, json_answer, memory_body, usage_body
 
 import hippocampus_client as hc
 from hippocampus_client import AsyncMemoryClient, InvokeTarget, InvokeTransport, MemoryClient
@@ -46,6 +46,7 @@ def answer_for(name: str, payload: dict[str, Any]) -> Any:
         "get_history": {"versions": []},
         "export_memory": {**USER, "next_cursor": None},
         "get_job": job_body(status="completed"),
+        "get_usage": usage_body(budget=200_000, calls=1, prompt_tokens=90, completion_tokens=10),
         "list_facts": {"facts": [], "next_cursor": None},
         "list_records": {"items": [], "next_cursor": None},
         "query_memory": {"results": []},
@@ -63,6 +64,7 @@ CASES: list[tuple[Callable[[MemoryClient], Any], str, dict[str, Any]]] = [
     (lambda m: m.history("alice", limit=5), "fn-get", {"action": "get_history", **USER, "limit": 5}),
     (lambda m: m.export("alice"), "fn-get", {"action": "export_memory", **USER}),
     (lambda m: m.job("job-1"), "fn-get", {"action": "get_job", "tenant_id": "acme", "job_id": "job-1"}),
+    (lambda m: m.usage(), "fn-get", {"action": "get_usage", "tenant_id": "acme"}),
     (lambda m: m.facts("alice", limit=7), "fn-get", {"action": "list_facts", **USER, "limit": 7}),
     (
         lambda m: m.records("alice", as_of="2022-06-01T00:00:00Z", include_invalidated=True, limit=7),
@@ -112,6 +114,16 @@ def test_each_method_invokes_its_function_with_the_documented_payload(
     memory, fake = invoking(answer_for, strict=True)
     assert method(memory) not in (None, False)
     assert fake.calls == [(function, payload)]
+
+
+def test_usage_is_read_by_invoking_get_memory_with_both_clients() -> None:
+    memory, fake = invoking(answer_for, strict=True)
+    usage = memory.usage()
+    assert usage is not None and (usage.tokens, usage.budget, usage.remaining) == (100, 200_000, 199_900)
+    async_fake = FakeLambda(answer_for)
+    async_memory = AsyncMemoryClient(tenant="acme", transport=InvokeTransport(TARGET, client=async_fake))
+    assert asyncio.run(async_memory.usage()) == usage
+    assert fake.calls == async_fake.calls == [("fn-get", {"action": "get_usage", "tenant_id": "acme"})]
 
 
 def test_an_error_envelope_maps_to_the_same_exceptions_as_over_http() -> None:

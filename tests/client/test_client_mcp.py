@@ -16,7 +16,15 @@ from typing import Any, get_args
 
 import anyio
 import pytest
-from client_test_servers import Answer, RecordingServer, closed_port, envelope, json_answer
+from client_test_servers import (
+    BUDGET_SPENT,
+    Answer,
+    RecordingServer,
+    closed_port,
+    envelope,
+    fake_clock,
+    json_answer,
+)
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
@@ -233,6 +241,33 @@ def test_remember_a_turn_can_wait_for_its_condensation(fake: FakeHippocampus, cl
     assert result.structured_content is not None
     assert result.structured_content["final"] is True
     assert result.structured_content["jobs"][0]["status"] == "completed"
+
+
+def test_remember_a_deferred_turn_waits_then_says_why_it_is_not_final(
+    fake: FakeHippocampus, client: MemoryClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = fake_clock(monkeypatch)  # `wait_seconds` of polls, taking no time
+    fake.answers["POST", MEMORY] = json_answer(202, {"jobs": [job("queued")]})
+    fake.answers["GET", "/v1/tenants/acme/jobs/job-1"] = json_answer(
+        200, job("deferred") | {"error": BUDGET_SPENT}
+    )
+    result = call(
+        client, "remember", {"user_id": "alice", "user_message": "I sell candles.", "wait_seconds": 5}
+    )
+    assert result.structured_content == {
+        "jobs": [
+            {
+                "job_id": "job-1",
+                "item_id": "item-1",
+                "status": "deferred",
+                "error_code": "token_budget_exhausted",
+                "memory_version": None,
+            }
+        ],
+        "final": False,
+    }
+    polls = [path for method, path, _ in fake.bodies() if method == "GET"]
+    assert sum(clock.slept) == 5 and len(polls) == len(clock.slept) + 2  # polled to the end, then read once
 
 
 def test_remember_passes_when_it_happened_and_refuses_a_date_without_its_offset(

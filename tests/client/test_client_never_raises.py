@@ -30,6 +30,7 @@ def every_read(memory: MemoryClient) -> dict[str, Any]:
         "export": memory.export("alice"),
         "job": memory.job("job-1"),
         "wait": memory.wait(["job-1"], timeout=0.5),
+        "usage": memory.usage(),
         "put": memory.put("alice", SECRET, 1),
     }
 

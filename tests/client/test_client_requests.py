@@ -10,14 +10,27 @@ import pytest
 from client_test_servers import (
     Recorder,
     RecordingServer,
+    deferred_job_body,
+    fake_clock,
     job_body,
     json_answer,
     memory_body,
     mocked,
     mocked_async,
+    usage_body,
 )
 
-from hippocampus_client import ConfigurationError, Item, Job, MemoryClient, WaitTimeoutError
+from hippocampus_client import (
+    AsyncMemoryClient,
+    ConfigurationError,
+    HttpTransport,
+    Item,
+    Job,
+    MalformedResponseError,
+    MemoryClient,
+    TenantUsage,
+    WaitTimeoutError,
+)
 
 
 def jobs(count: int) -> httpx2.Response:
@@ -171,6 +184,83 @@ def test_wait_polls_each_job_until_it_is_final_and_keeps_the_order() -> None:
     done = mocked(poll).wait([Job(job_id="job-b", status="queued"), "job-a"], interval=0.01)
     assert [(job.job_id, job.status) for job in done or []] == [("job-b", "skipped"), ("job-a", "completed")]
     assert asyncio.run(mocked_async(poll).wait("job-a", interval=0.01)) is not None
+
+
+def test_a_deferred_job_is_polled_on_until_it_is_final(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Job(job_id="job-a", status="deferred").final is False
+    clock = fake_clock(monkeypatch)
+    answers = [deferred_job_body("job-a")] * 3 + [job_body("job-a", "completed")]
+
+    def poll(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=answers.pop(0) if len(answers) > 1 else answers[0])
+
+    # The pauses between polls are the fake clock's: the test waits for nothing.
+    done = mocked(poll).wait("job-a", timeout=60, interval=10)
+    assert [(job.status, job.error) for job in done or []] == [("completed", None)]
+    assert clock.slept == [10] * 3
+    answers[:] = [deferred_job_body("job-a"), job_body("job-a", "completed")]
+    done_async = asyncio.run(mocked_async(poll).wait("job-a", interval=0))
+    assert [job.status for job in done_async or []] == ["completed"]
+
+
+def test_a_job_still_deferred_when_the_wait_ends_is_not_final(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = fake_clock(monkeypatch)
+    polls: list[str] = []
+
+    def deferred(request: httpx2.Request) -> httpx2.Response:
+        polls.append(request.url.path)
+        return httpx2.Response(200, json=deferred_job_body())
+
+    with pytest.raises(WaitTimeoutError, match="1 of 1 jobs not final after 30"):
+        mocked(deferred, strict=True).wait("job-1", timeout=30, interval=5)
+    assert clock.slept == [5] * 6 and len(polls) == 7  # polled to the end: deferred is not final
+    assert mocked(deferred).wait("job-1", timeout=30, interval=5) is None
+    assert mocked(job_states("deferred")).add("alice", "hi", wait=30) is None
+
+
+def test_a_wait_that_sees_deferred_keeps_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = fake_clock(monkeypatch)
+    answer = job_states("queued", "deferred", "deferred", "queued", "processing", "completed")
+    done = mocked(answer).add("alice", "User: I sell candles.\nAssistant: Nice!", wait=True)
+    assert [job.status for job in done or []] == ["completed"]
+    assert clock.slept == [0.25] * 5  # `add(wait=True)`'s interval, five pauses, none of them real
+
+
+def test_usage_reads_the_tenants_route_with_both_clients() -> None:
+    counts = {"calls": 12, "prompt_tokens": 40_100, "completion_tokens": 8_110, "deferred_jobs": 3}
+    body = usage_body(budget=200_000, **counts)
+    requests: list[httpx2.Request] = []
+
+    def recorder(request: httpx2.Request) -> httpx2.Response:
+        requests.append(request)
+        return httpx2.Response(200, json=body)
+
+    usage = mocked(recorder).usage()
+    assert usage == TenantUsage(
+        tenant_id="acme", day="2026-12-05", calls=12, prompt_tokens=40_100, completion_tokens=8_110,
+        tokens=48_210, budget=200_000, remaining=151_790, deferred_jobs=3, resets_at="2026-12-06T00:00:00Z",
+    )  # fmt: skip
+    assert asyncio.run(mocked_async(recorder).usage()) == usage
+    assert [(r.method, r.url.raw_path.decode(), r.content) for r in requests] == [
+        ("GET", "/v1/tenants/acme/usage", b""),
+    ] * 2
+    transport = HttpTransport("http://hippocampus.test", transport=httpx2.MockTransport(recorder))
+    MemoryClient(tenant="acme@eu", transport=transport).usage()
+    asyncio.run(AsyncMemoryClient(tenant="acme@eu", transport=transport).usage())
+    assert [r.url.raw_path.decode() for r in requests[2:]] == ["/v1/tenants/acme%40eu/usage"] * 2
+
+
+def test_usage_without_a_budget_and_an_answer_that_does_not_say() -> None:
+    body = usage_body(calls=1, prompt_tokens=9)
+    unlimited = mocked(lambda request: httpx2.Response(200, json=body)).usage()
+    assert unlimited is not None
+    assert (unlimited.budget, unlimited.remaining, unlimited.tokens) == (None, None, 9)
+    silent = usage_body(budget=10)
+    del silent["budget"]  # read as None, it would say "no budget": malformed instead
+    memory = mocked(lambda request: httpx2.Response(200, json=silent), strict=True)
+    with pytest.raises(MalformedResponseError, match="budget"):
+        memory.usage()
+    assert mocked(lambda request: httpx2.Response(200, json=silent)).usage() is None
 
 
 def test_the_environment_configures_endpoint_and_tenant_and_arguments_win(

@@ -68,6 +68,7 @@ from .models import (
     QueueErased,
     Retrieval,
     S3Erased,
+    TenantUsage,
     VectorsErased,
 )
 from .openai_wrapper import MEMORY_PREFIX, AsyncMemoryOpenAI, MemoryOpenAI, with_memory
@@ -137,6 +138,7 @@ __all__ = [
     "S3Erased",
     "SigV4Auth",
     "SigV4Transport",
+    "TenantUsage",
     "ThrottledError",
     "TimeRange",
     "Transport",

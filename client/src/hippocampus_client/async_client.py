@@ -26,6 +26,7 @@ from .models import (
     MemoryRecord,
     MemoryVersion,
     QueryAnswer,
+    TenantUsage,
 )
 from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
@@ -111,6 +112,9 @@ class AsyncMemoryClient(ClientBase):
     ) -> list[Job] | None:
         program = programs.wait(self.tenant, jobs, timeout, interval)
         return await self._run(program, "wait")
+
+    async def usage(self) -> TenantUsage | None:
+        return await self._run(programs.usage(self.tenant), "usage")
 
     # --- writes --------------------------------------------------------------------------------
 

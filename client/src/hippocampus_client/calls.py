@@ -23,8 +23,9 @@ from .identifiers import check_identifier
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
 ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id", "record_id", "receipt_id")
-MEMORY = "/v1/tenants/{tenant_id}/users/{user_id}/memory"
-JOB = "/v1/tenants/{tenant_id}/jobs/{job_id}"
+TENANT = "/v1/tenants/{tenant_id}"
+MEMORY = TENANT + "/users/{user_id}/memory"
+JOB = TENANT + "/jobs/{job_id}"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -110,6 +111,11 @@ def export_memory(tenant: str, user: str, cursor: str | None) -> Call:
 
 def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
     return Call("get_job", "get_memory", "GET", JOB, {"tenant_id": tenant, "job_id": job_id}, budget=budget)
+
+
+def get_usage(tenant: str) -> Call:
+    """The tenant's LLM use of the UTC day against its token budget: a route of the tenant, no user."""
+    return Call("get_usage", "get_memory", "GET", TENANT + "/usage", {"tenant_id": tenant})
 
 
 ListName = Literal["facts", "episodes", "records"]

@@ -18,7 +18,7 @@ from .base import QueryOptions, ResultKind
 from .cli_add import add, known_jobs, wait_and_report
 from .cli_backfill import backfill
 from .cli_options import ID, TIMESTAMP, accept_global_options, global_options
-from .cli_output import count, emit_json, indented, job_line, note, record_line, required
+from .cli_output import count, emit_json, indented, job_line, note, record_line, required, usage_line
 from .cli_redrive import redrive
 from .cli_settings import CliGroup, CliState, pass_state
 from .cli_ui import ui
@@ -38,7 +38,7 @@ def cli(
     region: str | None,
     timeout: float,
 ) -> None:
-    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, browse.
+    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, usage, browse.
 
     Global options go before the command, or after it (client/README.md "CLI"):
 
@@ -274,6 +274,18 @@ def wait(state: CliState, job_ids: tuple[str, ...], timeout: float, interval: fl
     """Wait until every job is final; exit 1 if one failed, is unknown, or the timeout passed first."""
     known, unknown = known_jobs(state, list(job_ids))
     raise click.exceptions.Exit(wait_and_report(state, known, timeout, interval, unknown))
+
+
+@cli.command()
+@pass_state
+def usage(state: CliState) -> None:
+    """Print the tenant's LLM calls and tokens today (UTC) against its daily token budget, the jobs
+    deferred until it resets, and when it does (docs/api.md "Usage")."""
+    found = required(state.client().usage())
+    if state.as_json:
+        emit_json(found)
+    else:
+        click.echo(usage_line(found))
 
 
 @cli.command()

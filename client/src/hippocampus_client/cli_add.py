@@ -14,7 +14,7 @@ import click
 
 from .base import ItemOptions
 from .cli_options import ID, TIMESTAMP
-from .cli_output import emit_json, error_document, error_line, job_line, note, required
+from .cli_output import count, emit_json, error_document, error_line, job_line, note, required
 from .cli_settings import CliState, pass_state
 from .errors import HippocampusError, NotFoundError, WaitTimeoutError
 from .items import Content
@@ -172,7 +172,7 @@ def wait_and_report(
     state: CliState, job_ids: list[str], timeout: float, interval: float = 0.25, unknown: Sequence[str] = ()
 ) -> int:
     """Wait for the jobs and print them, then a line for each unknown job; the exit code: 1 if
-    one failed, is not final, or is unknown."""
+    one failed, is not final (`deferred` included), or is unknown."""
     client = state.client()
     errors: list[HippocampusError] = [NotFoundError(f"no such job: {job_id}") for job_id in unknown]
     try:
@@ -191,6 +191,12 @@ def wait_and_report(
         print_jobs(state, jobs)
     for found in errors:
         note(error_line(found))
+    deferred = [found for found in jobs if found.status == "deferred"]
+    if deferred:  # not final, so waited for in vain: say what they wait for
+        note(
+            f"{count(len(deferred), 'job')} deferred: the tenant's daily token budget is spent; "
+            "condensed after it resets at 00:00 UTC (hippocampus usage)"
+        )
     return 1 if errors else 0
 
 

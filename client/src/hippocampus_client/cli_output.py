@@ -14,7 +14,7 @@ import click
 from pydantic import BaseModel
 
 from .errors import HippocampusError
-from .models import Job, MemoryRecord
+from .models import Job, MemoryRecord, TenantUsage
 
 T = TypeVar("T")  # not PEP 695: the client supports Python 3.11 (client/pyproject.toml)
 EXIT_ERROR = 1
@@ -83,7 +83,8 @@ def fail(error: HippocampusError, as_json: bool, hint: str | None = None) -> NoR
 
 
 def job_line(job: Job) -> str:
-    """`job-… completed item=turn-1 version=3`, plus the error of a failed or skipped job."""
+    """`job-… completed item=turn-1 version=3`, plus the error of a failed, skipped or deferred job
+    (`deferred … error=token_budget_exhausted: …`: waiting for the tenant's token budget)."""
     parts = [job.job_id, job.status]
     if job.item_id:
         parts.append(f"item={job.item_id}")
@@ -92,6 +93,29 @@ def job_line(job: Job) -> str:
     if job.error is not None:
         parts.append(f"error={job.error.code}: {job.error.message}".rstrip(": "))
     return " ".join(parts)
+
+
+def usage_line(usage: TenantUsage) -> str:
+    """`acme on 2026-12-05 (UTC): 12 LLM calls, 48,210 tokens (40,100 prompt + 8,110 completion) of
+    200,000 — 151,790 left; 3 jobs deferred; resets at 2026-12-06T00:00:00Z`; `no budget` without one."""
+    tokens = (
+        f"{usage.tokens:,} tokens ({usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion)"
+    )
+    if usage.budget is None:
+        against = f"{tokens}, no budget"
+    else:
+        left = usage.remaining if usage.remaining is not None else max(0, usage.budget - usage.tokens)
+        against = f"{tokens} of {usage.budget:,} — {left:,} left"
+    deferred = f"{_grouped(usage.deferred_jobs, 'job')} deferred"
+    return (
+        f"{usage.tenant_id} on {usage.day} (UTC): {_grouped(usage.calls, 'LLM call')}, {against}; "
+        f"{deferred}; resets at {usage.resets_at or '-'}"
+    )
+
+
+def _grouped(number: int, noun: str) -> str:
+    """`1 job`, `12,500 LLM calls`: `count` with thousands separated."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 def record_line(record: MemoryRecord) -> str:

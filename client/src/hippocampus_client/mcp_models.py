@@ -76,7 +76,10 @@ class ContextResult(BaseModel):
 class JobInfo(BaseModel):
     job_id: str
     item_id: str | None = None
-    status: str = Field(description="queued, processing, completed, failed or skipped.")
+    status: str = Field(
+        description="queued, processing, deferred (the tenant's daily token budget is spent: condensed "
+        "after it resets at 00:00 UTC; error_code token_budget_exhausted), completed, failed or skipped."
+    )
     error_code: str | None = None
     memory_version: int | None = None
 

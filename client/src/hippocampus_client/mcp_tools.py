@@ -163,8 +163,10 @@ class MemoryTools:
     ) -> RememberResult:
         """Store something in the user's memory: either `text`, or one conversation turn
         (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
-        summary by the service, seconds later (job `queued`; `wait_seconds` waits for it); with
-        `fact_id`, `text` is stored at once, verbatim, as a fact (job `completed`)."""
+        summary by the service, seconds later (job `queued`; `wait_seconds` waits for it), or,
+        while the tenant's daily token budget is spent, after it resets at 00:00 UTC (job
+        `deferred`; recall finds the turn meanwhile); with `fact_id`, `text` is stored at once,
+        verbatim, as a fact (job `completed`)."""
         with _tool_errors("remember"):
             item = _item(text, user_message, assistant_message, fact_id)
             given = (("title", title), ("metadata", metadata), ("occurred_at", occurred_at))
@@ -177,8 +179,16 @@ class MemoryTools:
     def _waited(self, jobs: list[Job], seconds: int) -> list[Job]:
         try:
             return _answered(self.client.wait(jobs, timeout=seconds))
-        except WaitTimeoutError:
-            return jobs  # still queued: not an error, `final` says it
+        except WaitTimeoutError:  # not final yet: not an error, `final` says it
+            return self._current(jobs)
+
+    def _current(self, jobs: list[Job]) -> list[Job]:
+        """The jobs as they are now (`deferred`, with its code, while the tenant's token budget is
+        spent); as they were added when they cannot be read: the turn is stored all the same."""
+        try:
+            return [_answered(self.client.job(job.job_id)) for job in jobs]
+        except HippocampusError:
+            return jobs
 
     def read_memory(
         self,

@@ -3,7 +3,8 @@ behaviour a model has beyond its fields. Written by hand; models.py is generated
 
 from pydantic import BaseModel, ConfigDict
 
-# Job statuses after which nothing changes any more (docs/api.md "Jobs").
+# Job statuses after which nothing changes any more (docs/api.md "Jobs"). Not `queued`,
+# `processing` nor `deferred` (its tenant's daily token budget is spent: condensed after the reset).
 FINAL_STATUSES = frozenset({"completed", "failed", "skipped"})
 
 
@@ -21,5 +22,5 @@ class SettlesWhenFinal:
 
     @property
     def final(self) -> bool:
-        """True once the job can no longer change: completed, failed or skipped."""
+        """True once the job can no longer change: completed, failed or skipped (not `deferred`)."""
         return self.status in FINAL_STATUSES

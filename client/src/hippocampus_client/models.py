@@ -35,6 +35,7 @@ __all__ = [
     "QueueErased",
     "Retrieval",
     "S3Erased",
+    "TenantUsage",
     "VectorsErased",
 ]
 
@@ -280,6 +281,24 @@ class DeletionReceipt(ApiModel):
     completed_at: str | None = None
     expires_at: str | None = None
     erased: ErasedCounts
+
+
+class TenantUsage(ApiModel):
+    """`GET /v1/tenants/{tenant_id}/usage`: the tenant's LLM calls and tokens of the UTC day against its daily
+    token budget (docs/api.md "Usage"); `budget` and `remaining` are None without a budget. Always in the
+    answer: `tenant_id`, `day`, `calls`, `prompt_tokens`, `completion_tokens`, `tokens`, `budget`,
+    `remaining`, `deferred_jobs`, `resets_at`."""
+
+    tenant_id: str
+    day: str
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int
+    budget: int | None
+    remaining: int | None
+    deferred_jobs: int = 0
+    resets_at: str | None = None
 
 
 class Pair(ApiModel):

@@ -32,6 +32,7 @@ from .models import (
     MemoryRecord,
     MemoryVersion,
     QueryAnswer,
+    TenantUsage,
 )
 from .timestamps import occurred_at
 
@@ -93,7 +94,9 @@ def job_ids_of(jobs: str | Job | Iterable[str | Job]) -> list[str]:
 def wait(
     tenant: str, jobs: str | Job | Iterable[str | Job], timeout: float, interval: float
 ) -> Program[list[Job]]:
-    """Poll each job until it is final (completed, failed or skipped; docs/api.md "Jobs")."""
+    """Poll each job until it is final (completed, failed or skipped; docs/api.md "Jobs"). A
+    `deferred` job (its tenant's daily token budget is spent) is not final: it is polled on, and
+    condensed after the budget resets at 00:00 UTC, most likely after `timeout`."""
     wanted = list(dict.fromkeys(job_ids_of(jobs)))
     deadline = time.monotonic() + timeout
     final: dict[str, Job] = {}
@@ -109,6 +112,11 @@ def wait(
                 f"{len(wanted) - len(final)} of {len(wanted)} jobs not final after {timeout} s"
             )
         yield Sleep(interval)
+
+
+def usage(tenant: str) -> Program[TenantUsage]:
+    reply = yield calls.get_usage(tenant)
+    return parse(TenantUsage, reply)
 
 
 def ingest(call: Call) -> Program[list[Job]]:

@@ -27,6 +27,7 @@ from .models import (
     MemoryRecord,
     MemoryVersion,
     QueryAnswer,
+    TenantUsage,
 )
 from .programs import WAIT_INTERVAL_S, WAIT_TIMEOUT_S, Program, RecordView
 
@@ -127,9 +128,16 @@ class MemoryClient(ClientBase):
         interval: float = WAIT_INTERVAL_S,
     ) -> list[Job] | None:
         """Poll until every job is completed, failed or skipped; the final jobs in the order given.
-        None when some job is not final within `timeout` (strict: `WaitTimeoutError`), or on error."""
+        A `deferred` job (the tenant's daily token budget is spent) is not final: it is condensed
+        after the budget resets at 00:00 UTC. None when some job is not final within `timeout`
+        (strict: `WaitTimeoutError`), or on error."""
         program = programs.wait(self.tenant, jobs, timeout, interval)
         return self._run(program, "wait")
+
+    def usage(self) -> TenantUsage | None:
+        """The tenant's LLM calls and tokens of the UTC day against its daily token budget, the
+        jobs deferred until it resets, and when it does (docs/api.md "Usage"); None on error."""
+        return self._run(programs.usage(self.tenant), "usage")
 
     # --- writes --------------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/; // docs/api.md "Ident
 const PAGE = 50;
 const RECORD_PAGES = 10; // up to 1,000 records: a user's cap of current ones (MEMORY_MAX_RECORDS)
 const DAY_MS = 86400000;
+// Not `deferred` (the tenant's daily token budget is spent): it is condensed after 00:00 UTC; the jobs
+// table shows its status and error (token_budget_exhausted: …) as it shows the others'.
 const FINAL_JOB = new Set(["completed", "failed", "skipped"]);
 
 const $ = (id) => document.getElementById(id);
