@@ -153,6 +153,12 @@ class DeploymentConfig(BaseModel):
         "it a tenant's turns are kept and condensed after 00:00 UTC; {} means no budget.",
     )
 
+    events_include_content: bool = Field(
+        False,
+        description="Change events carry the summary's and records' text too (otherwise ids, versions, "
+        "counts and times only).",
+    )
+
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
     log_retention_days: int = Field(30, description="Retention of every log group.")

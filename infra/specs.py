@@ -12,7 +12,7 @@ from typing import Final, Literal
 from hippocampus.contracts import names as schema
 from infra.config import DeploymentConfig
 
-FunctionName = Literal["get_memory", "ingest", "condenser", "recall"]
+FunctionName = Literal["get_memory", "ingest", "condenser", "recall", "events"]
 
 
 # Lambda attaches at most five layers to a function. The condenser carries four (deps, xray, llm,
@@ -91,6 +91,15 @@ FUNCTION_SPECS: Final = (
         embeds=True,
         masks=True,
     ),
+    # The table's change stream to EventBridge (docs/architecture.md "Events"): no table, bucket or
+    # model of its own, only the stream's records and the bus.
+    FunctionSpec(
+        "events",
+        "Hippocampus events: the memory table's change stream published on EventBridge.",
+        memory_mb=256,
+        timeout_s=schema.EVENTS_TIMEOUT_S,
+        layers=("deps", "core"),
+    ),
 )
 FUNCTION_NAMES: Final = tuple(spec.name for spec in FUNCTION_SPECS)
 
@@ -103,6 +112,7 @@ class ResourceNames:
     bucket: str
     queue_url: str
     dlq_url: str
+    event_bus: str = ""  # the bus the events function publishes to
 
 
 def function_environments(
@@ -131,6 +141,11 @@ def function_environments(
         "ingest": ingest,
         "condenser": condenser | _budgets(config),  # the gate before each LLM call, and the release
         "recall": recall,
+        "events": {
+            **_shared(config),
+            "MEMORY_EVENT_BUS_NAME": resources.event_bus,
+            "MEMORY_EVENTS_INCLUDE_CONTENT": "true" if config.events_include_content else "false",
+        },
     }
     for spec in FUNCTION_SPECS:
         if spec.masks:  # told how to mask (nothing while pii is off); get_memory never masks

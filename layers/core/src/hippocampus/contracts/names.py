@@ -44,6 +44,8 @@ INGEST_TIMEOUT_S: Final = 15
 # The recall function embeds the query once, each attempt within RECALL_EMBEDDING_TIMEOUT_S, and
 # retried once: both attempts and the partition's read fit its timeout.
 RECALL_TIMEOUT_S: Final = 10
+# The events function: one PutEvents per change of a stream batch of at most 100 records.
+EVENTS_TIMEOUT_S: Final = 30
 RECALL_EMBEDDING_TIMEOUT_S: Final = 3.0
 # A request writing facts tries again for this long at most when concurrent writers changed the
 # user's facts under it, so an ingest answers well within the client's 10 s write timeout
