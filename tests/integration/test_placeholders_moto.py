@@ -84,3 +84,11 @@ def test_a_forgotten_user_is_numbered_afresh_and_the_old_life_cannot_number(tabl
         store.numbers(T, U, 0, [PHONE])
     assert store.known_numbers(T, U, [ALICE]) == {}
     assert store.numbers(T, U, erased.generation, [BOB]) == {BOB: 1}
+
+
+def test_a_value_of_the_old_life_is_never_numbered_in_the_new_one(table, store):
+    erased = DynamoMemoryStore(table).erase_user(T, U)
+    store.numbers(T, U, erased.generation, [BOB])  # the new life has its key now
+    with pytest.raises(ConditionFailed):
+        store.numbers(T, U, 0, [ALICE])  # a condensation that read the old life
+    assert store.known_numbers(T, U, [ALICE]) == {}

@@ -9,7 +9,10 @@ import boto3
 import pytest
 
 from hippocampus import wiring
-from hippocampus.adapters.dynamodb_budgets import usage_pk
+from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_budgets import DynamoDeferralStore, usage_pk
+from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
+from hippocampus.adapters.dynamodb_table import Table
 from tests.support.lambda_harness import Service
 
 TENANT = "/v1/tenants/acme"
@@ -73,3 +76,36 @@ def test_forgetting_a_user_erases_its_parked_turns(service):
     assert service.call("GET", f"{TENANT}/usage").body["deferred_jobs"] == 0
     service.invoke("condenser", SCHEDULED)
     assert not service.receive()
+
+
+def deferrals(aws) -> DynamoDeferralStore:
+    table = Table(aws.table_name, lambda: aws_clients.client("dynamodb"))
+    return DynamoDeferralStore(table, DynamoEpisodeStore(table, retention_days=30))
+
+
+def test_a_delete_erases_the_parked_turns_of_the_old_life_only(service, aws):
+    service.call("POST", USER, {"items": [{"id": "t1", "text": "I sell candles."}]})
+    service.drain()  # spends the budget
+    service.call("POST", USER, {"items": [{"id": "t2", "text": "I moved to Berlin."}]})
+    service.drain()
+    assert service.call("DELETE", USER).status == 204
+    new_life = service.call("POST", USER, {"items": [{"id": "t3", "text": "I am new here."}]})
+    service.drain()
+    assert job_status(service, new_life) == "deferred"
+    # A delete still running (its tombstone was generation 1) erases nothing of the new life.
+    assert deferrals(aws).erase_user("acme", "alice", 1) == 0
+    assert deferrals(aws).count("acme") == 1
+
+
+def test_an_entry_parked_again_or_sent_again_since_it_was_read_is_not_marked(service, aws):
+    service.call("POST", USER, {"items": [{"id": "t1", "text": "I sell candles."}]})
+    service.drain()
+    service.call("POST", USER, {"items": [{"id": "t2", "text": "I moved to Berlin."}]})
+    service.drain()
+    store = deferrals(aws)
+    [entry] = store.entries("acme")
+    now = datetime.now(UTC)
+    assert [m.job_id for m in store.mark_released("acme", [entry], now)] == [entry.message.job_id]
+    assert store.mark_released("acme", [entry], now) == []  # a second pass with what it read before
+    [sent] = store.entries("acme")
+    assert sent.released and sent.message.released_at == now

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 from functools import cached_property
 from typing import Any
 
@@ -62,6 +62,7 @@ from hippocampus.contracts.fact_ports import (
 )
 from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import (
+    IN_FLIGHT,
     USER_DELETED,
     CondenseMessage,
     EpisodePlace,
@@ -271,7 +272,7 @@ class FakeJobStore:
             for job in self.list_user_jobs(tenant_id, user_id):
                 if self.generations[job.job_id] >= generation:
                     continue
-                if job.status in ("queued", "processing"):
+                if job.status in IN_FLIGHT:
                     redacted = {
                         "status": "skipped",
                         "error": USER_DELETED,
@@ -689,33 +690,38 @@ class FakeUsageStore:
 
 
 class FakeDeferralStore:
-    """The deferral ledgers, written with the episodes and the jobs as the real transaction does."""
+    """The deferral ledgers, written with the episodes and the jobs as the real transactions are, under
+    the same conditions (adapters/dynamodb_budgets.py)."""
 
     def __init__(self, store: "FakeMemoryStore", jobs: FakeJobStore) -> None:
         self._store = store
         self._jobs = jobs
-        self.ledger: dict[str, dict[str, DeferredEntry]] = {}  # tenant → job id → entry
+        self.registered: set[str] = set()
+        self.ledger: dict[str, dict[tuple[str, str, int, str], DeferredEntry]] = {}  # by the real sort key
 
     def defer(self, deferral: Deferral) -> None:
+        self.registered.add(deferral.tenant_id)
         with self._jobs.lock:
             user = self._store._user(deferral.tenant_id, deferral.user_id)
             if user.state.generation != deferral.generation:
                 raise ConditionFailed("the user was deleted", frozenset({0}))
+            job_ids = [message.job_id for message in deferral.messages]
+            if any(self._jobs.jobs[job_id].status in FINAL for job_id in job_ids):
+                raise ConditionFailed("a job was settled")
             self._store._store_episodes(
                 deferral.tenant_id, deferral.user_id, deferral.generation, list(deferral.episodes)
             )
             user.state = replace(user.state, episode_count=user.state.episode_count + len(deferral.episodes))
-            job_ids = [message.job_id for message in deferral.messages]
             self._jobs.set_job_status(deferral.tenant_id, job_ids, "deferred", budget_exhausted())
             entries = self.ledger.setdefault(deferral.tenant_id, {})
             for message in deferral.messages:
-                entries[message.job_id] = DeferredEntry(message, released=False)
+                entries[_entry_key(message)] = DeferredEntry(message, released=False)
 
     def user_entries(self, tenant_id: str, user_id: str) -> list[DeferredEntry]:
         return [entry for entry in self.entries(tenant_id) if entry.message.user_id == user_id]
 
     def tenants(self) -> list[str]:
-        return [tenant for tenant, entries in self.ledger.items() if entries]
+        return sorted(self.registered)
 
     def entries(self, tenant_id: str) -> list[DeferredEntry]:
         entries = self.ledger.get(tenant_id, {}).values()
@@ -724,20 +730,35 @@ class FakeDeferralStore:
     def count(self, tenant_id: str) -> int:
         return len(self.ledger.get(tenant_id, {}))
 
-    def mark_released(self, tenant_id: str, messages: Sequence[CondenseMessage]) -> None:
-        for message in messages:
-            self.ledger[tenant_id][message.job_id] = DeferredEntry(message, released=True)
-        self._jobs.set_job_status(tenant_id, [message.job_id for message in messages], "queued")
+    def mark_released(
+        self, tenant_id: str, entries: Sequence[DeferredEntry], at: datetime
+    ) -> list[CondenseMessage]:
+        marked: list[CondenseMessage] = []
+        with self._jobs.lock:
+            for entry in entries:
+                stored = self.ledger.get(tenant_id, {}).get(_entry_key(entry.message))
+                job = self._jobs.jobs.get(entry.message.job_id)
+                was = "queued" if entry.released else "deferred"
+                if stored != entry or job is None or job.status != was:
+                    continue
+                message = entry.message.model_copy(update={"released_at": at})
+                self.ledger[tenant_id][_entry_key(message)] = DeferredEntry(message, released=True)
+                self._jobs.jobs[job.job_id] = job.model_copy(update={"status": "queued", "error": None})
+                marked.append(message)
+        return marked
 
     def retire(self, message: CondenseMessage) -> None:
-        if self.ledger.get(message.tenant_id, {}).pop(message.job_id, None) is None:
-            raise ConditionFailed("no such entry")
+        self.ledger.get(message.tenant_id, {}).pop(_entry_key(message), None)
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
-        gone = self.user_entries(tenant_id, user_id)
-        for entry in gone:
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> int:
+        older = [e for e in self.user_entries(tenant_id, user_id) if e.message.generation < generation]
+        for entry in older:
             self.retire(entry.message)
-        return len(gone)
+        return len(older)
+
+
+def _entry_key(message: CondenseMessage) -> tuple[str, str, int, str]:
+    return (message.user_id, message.queued_at.isoformat(), message.raw_index, message.job_id)
 
 
 class FakePlaceholderStore:

@@ -49,9 +49,25 @@ def test_a_new_summary_version_is_memory_updated_without_its_text():
     assert "Alice" not in event.detail.model_dump_json()
 
 
-def test_the_text_comes_only_when_asked_for():
+def test_the_text_comes_only_when_asked_for_and_never_for_a_deleted_record():
     event = event_of(change("memory", None, MEMORY_V1), include_content=True)
     assert event is not None and event.detail.model_dump()["memory"] == "Alice sells candles."
+    added = event_of(change("record", None, RECORD), include_content=True)
+    assert added is not None and added.detail.model_dump()["text"] == "Lives in Paris."
+    deleted = event_of(change("record", RECORD, None), include_content=True)
+    assert deleted is not None and "Paris" not in deleted.detail.model_dump_json()
+
+
+def test_a_version_that_empties_the_summary_is_memory_updated_too():
+    emptied = {
+        "version": 2,
+        "generation": 0,
+        "word_count": 0,
+        "job_ids": ["job-9"],
+        "updated_at": "2026-12-06T10:00:00Z",
+    }
+    event = event_of(change("memory", MEMORY_V1, emptied))
+    assert event is not None and event.detail.model_dump()["word_count"] == 0
 
 
 @pytest.mark.parametrize(

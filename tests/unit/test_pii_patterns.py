@@ -39,6 +39,9 @@ TRUE_POSITIVES = [
     ("Ring 415-555-0132 if the door is locked", "PHONE", "415-555-0132", "+14155550132"),
     ("or try 415.555.0132 later", "PHONE", "415.555.0132", "+14155550132"),
     ("text +1 415 555 0132 when you land", "PHONE", "+1 415 555 0132", "+14155550132"),
+    # a `#` alone is no order number
+    ("My phone # 415-555-0132", "PHONE", "415-555-0132", "+14155550132"),
+    ("Tel. # (415) 555-0132", "PHONE", "(415) 555-0132", "+14155550132"),
     # payment cards: digits only, whole when written in groups
     ("My Visa is 4111 1111 1111 1111, expiring soon.", "CARD", "4111 1111 1111 1111", "4111111111111111"),
     ("Mastercard 5555-5555-5555-4444 was declined", "CARD", "5555-5555-5555-4444", "5555555555554444"),
@@ -50,6 +53,9 @@ TRUE_POSITIVES = [
     ("Diners 3056 930902 5904 is the old one", "CARD", "3056 930902 5904", "30569309025904"),
     ("UnionPay 6200 0000 0000 0005", "CARD", "6200 0000 0000 0005", "6200000000000005"),
     ("Maestro 6759 6498 2643 8453", "CARD", "6759 6498 2643 8453", "6759649826438453"),
+    # followed by its expiry, or by more digits in groups: the card is the whole groups that make one
+    ("My card is 4111 1111 1111 1111 12/27 cvv 123", "CARD", "4111 1111 1111 1111", "4111111111111111"),
+    ("CC: 4111-1111-1111-1111 0427", "CARD", "4111-1111-1111-1111", "4111111111111111"),
     # IBANs: compact and uppercase, whole when written in groups
     (
         "Please wire it to GB82 WEST 1234 5698 7654 32 by Friday.",
@@ -116,7 +122,7 @@ FALSE_POSITIVES = [
     "reference 1000 0000 0000 0008",
     "batch 9000000000000001",
     "serial 12345411111111111111119",
-    "parcel 1234 4111 1111 1111 1111",
+    "parcel 1234 5678 9012 3456 7890",
     "ratio 0.4111111111111111",
     # IBANs with a bad checksum
     "GB82 WEST 1234 5698 7654 33",

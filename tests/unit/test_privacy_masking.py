@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hippocampus.contracts.errors import ConditionFailed
+from hippocampus.contracts.errors import ConditionFailed, LimitExceeded
 from hippocampus.contracts.models import IngestRequest
 from hippocampus.contracts.recall import ContextRequest, QueryRequest
 from hippocampus.domain.privacy.masking import UserScope
@@ -147,8 +147,30 @@ def test_a_metadata_filter_on_a_value_finds_what_was_stored_masked(ports):
 
 
 def test_a_query_numbers_nothing(ports):
-    ports.recall().query(T, U, QueryRequest(query=f"Is {EMAIL} known?"))
-    assert ports.placeholders.numbered == {}
+    answer = ports.recall().context(T, U, ContextRequest(query=f"Is {EMAIL} known?"))
+    assert answer.context == "" or EMAIL not in answer.context
+    ingest(ports, {"id": "f1", "text": f"Mail {OTHER_EMAIL}", "infer": False})
+    # The value the query named got no number: the first value the user sends is the first.
+    assert ports.reads().read_memory(T, U).body.facts[0].text == "Mail [EMAIL_1]"
+
+
+def test_a_turn_that_grows_past_its_limit_when_masked_is_still_condensed_after_a_failure(ports):
+    text = "x" * 31_990 + " a@b.co"  # `[EMAIL_1]` is 3 characters longer than the address
+    [job] = ingest(ports, {"text": text})
+    outcome = ports.consolidation(ScriptedModel(TimeoutError("slow"))).process_batch(ports.queued())
+    assert outcome.failures  # retried by SQS: its payload is read again
+    model = ScriptedModel("Has an address.")
+    condense(ports, model)
+    assert ports.reads().get_job(T, job.job_id).status == "completed"
+    assert "[EMAIL_1]" in model.prompts[0] and "a@b.co" not in model.prompts[0]
+
+
+def test_a_replaced_summary_that_masking_makes_too_long_is_refused(ports):
+    edits = ports.edits(max_words=5)  # at most 60 characters
+    summary = "Mail a@b.co " + "y" * 48  # 60 characters as sent, 63 once masked
+    with pytest.raises(LimitExceeded, match="once its personal data is masked"):
+        edits.put_memory(T, U, summary, expected_version=0)
+    assert ports.reads().read_memory(T, U).body.memory is None
 
 
 def test_masking_a_masked_text_changes_nothing(ports):
@@ -172,3 +194,12 @@ def test_without_masking_nothing_changes():
     model = ScriptedModel(reply=echo_summary)
     condense(ports, model)
     assert EMAIL in model.prompts[0]
+
+
+def test_a_turn_sent_again_leaves_no_original_in_the_archive(ports):
+    ingest(ports, {"id": "t1", "text": f"Mail {EMAIL}."})
+    condense(ports, ScriptedModel(reply=echo_summary))
+    ingest(ports, {"id": "t1", "text": f"Mail {EMAIL}."}, {"id": "t2", "text": "New turn."})  # t1 again
+    assert EMAIL not in json.dumps(ports.archive.raw)
+    condense(ports, ScriptedModel(reply=echo_summary))
+    assert ports.raw_payloads() == 0

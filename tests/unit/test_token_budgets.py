@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from hippocampus.contracts.budgets import RELEASED_PER_PASS, DailyUsage, TokenBudgets
+from hippocampus.api.queue_batch import condenser_function
+from hippocampus.contracts.budgets import RELEASED_PER_PASS, RESEND_AFTER_S, DailyUsage, TokenBudgets
 from hippocampus.contracts.models import IngestRequest
 from tests.support.fakes import Ports, ScriptedModel
+from tests.support.lambda_harness import Context
 
 T, U = "acme", "alice"
 DAY = datetime(2026, 12, 5, 15, 0, tzinfo=UTC)
@@ -102,7 +104,7 @@ def test_a_turn_sent_after_a_parked_one_waits_behind_it_even_within_the_budget(p
     assert status(ports, parked)[0] == status(ports, later)[0] == "completed"
 
 
-def test_a_pass_sends_back_a_bounded_step_and_a_message_sent_twice_is_applied_once(ports, clock):
+def test_a_pass_sends_back_a_bounded_step_oldest_first(ports, clock):
     spend(ports)
     for n in range(RELEASED_PER_PASS + 5):
         ingest(ports, f"Note number {n}.")
@@ -110,11 +112,43 @@ def test_a_pass_sends_back_a_bounded_step_and_a_message_sent_twice_is_applied_on
     clock.now = DAY + timedelta(days=1)
     assert ports.release().release() == RELEASED_PER_PASS
     assert ports.release().release() == 5  # the rest, at the next pass
-    ports.queue.messages.append(ports.queue.messages[0])  # a pass that died after sending, before marking
-    model = ScriptedModel("Many notes.")
-    condense(ports, model)
+    condense(ports, ScriptedModel("Many notes."))
     assert {job.status for job in ports.jobs.list_user_jobs(T, U)} == {"completed"}
     assert ports.deferrals.count(T) == 0
+
+
+def test_a_turn_whose_message_was_lost_is_sent_again_and_applied_once(ports, clock):
+    spend(ports)
+    job = ingest(ports, "I moved to Berlin.")
+    condense(ports, ScriptedModel("unused"))
+    clock.now = DAY + timedelta(days=1)
+    ports.queue.fail_next = ConnectionError("the pass died")
+    assert ports.release().release() == 0  # marked sent, never sent (the tenant's failure is logged)
+    assert status(ports, job) == ("queued", None) and ports.queue.messages == []
+    assert ports.release().release() == 0  # not yet given up on
+    clock.now += timedelta(seconds=RESEND_AFTER_S + 1)
+    assert ports.release().release() == 1
+    ports.queue.messages.append(ports.queue.messages[0])  # and suppose it arrives twice
+    model = ScriptedModel("Lives in Berlin.")
+    condense(ports, model)
+    assert model.calls == 1 and status(ports, job)[0] == "completed"
+    assert ports.deferrals.count(T) == 0
+
+
+def test_a_turn_sent_back_into_a_spent_budget_is_parked_again_and_sent_again_later(ports, clock):
+    spend(ports)
+    job = ingest(ports, "I moved to Berlin.")
+    condense(ports, ScriptedModel("unused"))
+    clock.now = DAY + timedelta(days=1)
+    ports.release().release()
+    ports.usage.add_usage(T, clock.now.date(), DailyUsage(1, 1_000, 0))  # spent again before it ran
+    condense(ports, ScriptedModel("unused"))
+    assert status(ports, job) == ("deferred", "token_budget_exhausted")
+    assert ports.release().release() == 0  # the same day: it waits
+    clock.now = DAY + timedelta(days=2)
+    assert ports.release().release() == 1
+    condense(ports, ScriptedModel("Lives in Berlin."))
+    assert status(ports, job)[0] == "completed"
 
 
 def test_forgetting_a_user_erases_its_parked_turns_and_the_receipt_counts_them(ports):
@@ -122,8 +156,13 @@ def test_forgetting_a_user_erases_its_parked_turns_and_the_receipt_counts_them(p
     ingest(ports, "I moved to Berlin.")
     condense(ports, ScriptedModel("unused"))
     receipt = ports.edits().delete_memory(T, U)
-    assert receipt.erased.queue.deferred_turns == 1
-    assert ports.deferrals.count(T) == 0 and ports.jobs.list_user_jobs(T, U) == []
+    # Its job is answered as the other jobs a delete caught: skipped, user_deleted.
+    assert (receipt.erased.queue.messages_skipped, receipt.erased.queue.deferred_turns) == (1, 1)
+    assert ports.deferrals.count(T) == 0
+    assert [
+        (job.status, job.error.code if job.error else None) for job in ports.jobs.list_user_jobs(T, U)
+    ] == [("skipped", "user_deleted")]
+    assert ports.release().release() == 0
 
 
 def test_the_usage_says_the_day_s_calls_and_tokens_against_the_budget(ports):
@@ -160,3 +199,20 @@ def test_budgets_are_a_number_or_a_json_object(text, budgets):
 def test_a_bad_budget_is_refused(text):
     with pytest.raises(ValueError, match="whole number"):
         TokenBudgets.parse(text)
+
+
+def test_the_scheduled_pass_releases_parked_turns_even_when_its_dlq_pass_fails(ports, clock):
+    spend(ports)
+    ingest(ports, "I moved to Berlin.")
+    condense(ports, ScriptedModel("unused"))
+    clock.now = DAY + timedelta(days=1)
+
+    def broken() -> Any:
+        raise ConnectionError("the DLQ is unreachable")
+
+    handler = condenser_function(
+        lambda: ports.consolidation(ScriptedModel("x")), broken, ports.indexer, release=ports.release
+    )
+    with pytest.raises(ConnectionError):  # the invocation fails, for EventBridge to retry
+        handler({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}, Context())
+    assert len(ports.queue.messages) == 1  # released all the same

@@ -4,20 +4,18 @@
   added to by each condensation (`ADD`), kept USAGE_RETENTION_DAYS;
 - `T#<tenant>#DEFERRED` / `<user>#<queued ms>#<place>#<job id>`: one parked turn (its queue
   message as JSON, and whether it was sent back to the queue);
-- `DEFERRALS` / `T#<tenant>`: the tenants whose ledgers hold entries, with their count, kept in
-  the same transactions as the entries, so the scheduled pass finds every parked turn.
+- `DEFERRALS` / `T#<tenant>`: every tenant that ever parked a turn, written before its first
+  entry, so the scheduled pass finds every parked turn.
 """
 
-import contextlib
 from collections.abc import Sequence
 from datetime import date, datetime
-from itertools import batched
 from typing import Any, Final
 
 from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
 from hippocampus.adapters.dynamodb_items import decoded, decoded_all
 from hippocampus.adapters.dynamodb_jobs import job_update
-from hippocampus.adapters.dynamodb_table import DAY_S, Table, key, values
+from hippocampus.adapters.dynamodb_table import DAY_S, JOB_SK, Table, iso, job_pk, key, values
 from hippocampus.contracts.budgets import (
     USAGE_RETENTION_DAYS,
     DailyUsage,
@@ -31,11 +29,14 @@ from hippocampus.contracts.models import CondenseMessage
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.recall import Episode
 
 REGISTRY_PK: Final = "DEFERRALS"
-# A deferral writes, per turn, its episode, its job and its entry; with the memory item and the
-# registry, 32 turns fill a transaction's 100 items.
-_TURNS_PER_TRANSACTION: Final = 32
+# A deferral writes, per turn, its episode, its job and its entry; with the memory item, 33 turns fill
+# a transaction's 100 items. Its size stays under the 4 MB a transaction holds, with room for the
+# attribute names and types the JSON sizes leave out.
+_TURNS_PER_TRANSACTION: Final = 33
+_BYTES_PER_TRANSACTION: Final = 3_000_000
 _USAGE_FIELDS: Final = ("calls", "prompt_tokens", "completion_tokens")
 
 
@@ -97,10 +98,13 @@ class DynamoDeferralStore:
         self._episodes = episodes
 
     def defer(self, deferral: Deferral) -> None:
+        # The tenant is registered first, on its own (a registry item in every park transaction
+        # would make concurrent parks of one tenant conflict): an entry is never unregistered.
+        self._table.client().put_item(
+            TableName=self._table.name, Item=values({PK: REGISTRY_PK, SK: f"T#{deferral.tenant_id}"})
+        )
         by_job = {episode.job_id: episode for episode in deferral.episodes}
-        for chunk in batched(deferral.messages, _TURNS_PER_TRANSACTION):
-            known = self._known_entries(chunk)
-            new = [message for message in chunk if entry_sk(message) not in known]
+        for chunk in _transactions(deferral.messages, by_job):
             now = self._table.now()
             self._table.transact(
                 [
@@ -117,7 +121,6 @@ class DynamoDeferralStore:
                         for m in chunk
                     ),
                     *(self._entry_put(message) for message in chunk),
-                    *([self._registry_add(deferral.tenant_id, len(new))] if new else []),
                 ]
             )
 
@@ -127,75 +130,113 @@ class DynamoDeferralStore:
 
     def tenants(self) -> list[str]:
         items = decoded_all(self._table.query_partition(REGISTRY_PK))
-        return [item[SK].removeprefix("T#") for item in items if item.get("entries", 0) > 0]
+        return [item[SK].removeprefix("T#") for item in items]
 
     def entries(self, tenant_id: str) -> list[DeferredEntry]:
         return _in_order(map(decoded, self._table.query_partition(ledger_pk(tenant_id))))
 
     def count(self, tenant_id: str) -> int:
-        raw = (
-            self._table.client()
-            .get_item(TableName=self._table.name, Key=_registry_key(tenant_id), ConsistentRead=True)
-            .get("Item")
-        )
-        return int(decoded(raw).get("entries", 0)) if raw else 0
+        request = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": values({":pk": ledger_pk(tenant_id)}),
+            "Select": "COUNT",
+        }
+        counted = 0
+        while True:
+            page = self._table.client().query(**request)
+            counted += int(page.get("Count", 0))
+            if not page.get("LastEvaluatedKey"):
+                return counted
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def mark_released(self, tenant_id: str, messages: Sequence[CondenseMessage]) -> None:
-        now = self._table.now()
-        for message in messages:
-            # A job done meanwhile (a late duplicate condensed it) is left: the next pass retires it.
-            with contextlib.suppress(ConditionFailed):
+    def mark_released(
+        self, tenant_id: str, entries: Sequence[DeferredEntry], at: datetime
+    ) -> list[CondenseMessage]:
+        marked: list[CondenseMessage] = []
+        for entry in entries:
+            message = entry.message.model_copy(update={"released_at": at})
+            # Only as read: not parked again since (released), nor sent again by another pass.
+            before = {":read": entry.message.model_dump_json(), ":released": entry.released}
+            was = "deferred" if not entry.released else "queued"
+            try:
                 self._table.transact(
                     [
-                        self._entry_put(message, released=True),
-                        job_update(self._table, tenant_id, message.job_id, "queued", None, None, now),
+                        {
+                            "Update": {
+                                "TableName": self._table.name,
+                                "Key": key(ledger_pk(tenant_id), entry_sk(entry.message)),
+                                "UpdateExpression": "SET message = :message, released = :true",
+                                "ConditionExpression": "message = :read AND released = :released",
+                                "ExpressionAttributeValues": values(
+                                    {**before, ":message": message.model_dump_json(), ":true": True}
+                                ),
+                            }
+                        },
+                        _job_requeued(self._table, tenant_id, entry.message.job_id, was),
                     ]
                 )
+            except ConditionFailed:
+                continue
+            marked.append(message)
+        return marked
 
     def retire(self, message: CondenseMessage) -> None:
-        self._table.transact(
-            [
-                {
-                    "Delete": {
-                        "TableName": self._table.name,
-                        "Key": key(ledger_pk(message.tenant_id), entry_sk(message)),
-                        "ConditionExpression": "attribute_exists(pk)",
-                    }
-                },
-                self._registry_add(message.tenant_id, -1),
-            ]
+        self._table.client().delete_item(
+            TableName=self._table.name, Key=key(ledger_pk(message.tenant_id), entry_sk(message))
         )
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
-        entries = self.user_entries(tenant_id, user_id)
-        for entry in entries:
-            with contextlib.suppress(ConditionFailed):  # gone meanwhile (condensed): nothing to do
-                self.retire(entry.message)
-        return len(entries)
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> int:
+        older = [e for e in self.user_entries(tenant_id, user_id) if e.message.generation < generation]
+        for entry in older:
+            self.retire(entry.message)
+        return len(older)
 
-    def _known_entries(self, messages: Sequence[CondenseMessage]) -> set[str]:
-        tenant_id = messages[0].tenant_id
-        found = self._table.batch_get([key(ledger_pk(tenant_id), entry_sk(m)) for m in messages])
-        return {decoded(item)[SK] for item in found}
-
-    def _entry_put(self, message: CondenseMessage, released: bool = False) -> dict[str, Any]:
+    def _entry_put(self, message: CondenseMessage) -> dict[str, Any]:
         item = {
             PK: ledger_pk(message.tenant_id),
             SK: entry_sk(message),
             "message": message.model_dump_json(),
-            "released": released,
+            "released": False,
         }
         return {"Put": {"TableName": self._table.name, "Item": values(item)}}
 
-    def _registry_add(self, tenant_id: str, entries: int) -> dict[str, Any]:
-        return {
-            "Update": {
-                "TableName": self._table.name,
-                "Key": _registry_key(tenant_id),
-                "UpdateExpression": "ADD entries :n",
-                "ExpressionAttributeValues": values({":n": entries}),
-            }
+
+def _job_requeued(table: Table, tenant_id: str, job_id: str, was: str) -> dict[str, Any]:
+    """The job back to `queued`, only from the status its entry says it has (`deferred`, or `queued`
+    when a lost message is sent again)."""
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": key(job_pk(tenant_id, job_id), JOB_SK),
+            "UpdateExpression": "SET #s = :queued, updated_at = :at REMOVE #e",
+            "ConditionExpression": "#s = :was",
+            "ExpressionAttributeNames": {"#s": "status", "#e": "error"},
+            "ExpressionAttributeValues": values({":queued": "queued", ":was": was, ":at": iso(table.now())}),
         }
+    }
+
+
+def _transactions(
+    messages: Sequence[CondenseMessage], episodes: dict[str, Episode]
+) -> list[list[CondenseMessage]]:
+    """The messages in chunks whose transaction fits DynamoDB's limits: 100 items (3 per turn, and
+    the memory item) and 4 MB (the episodes are nearly all of it)."""
+    chunks: list[list[CondenseMessage]] = []
+    size = 0
+    for message in messages:
+        episode = episodes[message.job_id]
+        bytes_of = len(episode.model_dump_json().encode()) + len(message.model_dump_json().encode())
+        if (
+            not chunks
+            or len(chunks[-1]) == _TURNS_PER_TRANSACTION
+            or size + bytes_of > _BYTES_PER_TRANSACTION
+        ):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(message)
+        size += bytes_of
+    return chunks
 
 
 def _in_order(items: Any) -> list[DeferredEntry]:

@@ -33,7 +33,7 @@ from hippocampus.adapters.dynamodb_table import (
     key,
     values,
 )
-from hippocampus.contracts.models import USER_DELETED, CondenseMessage, Job, JobError, JobStatus
+from hippocampus.contracts.models import IN_FLIGHT, USER_DELETED, CondenseMessage, Job, JobError, JobStatus
 from hippocampus.contracts.names import IDEMPOTENCY_KEY_PREFIX
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -225,15 +225,16 @@ class DynamoJobStore:
         )
 
     def _redact_in_flight(self, job: Job) -> bool:
-        """A queued or processing job becomes `skipped`, without its item id; False if it was not in flight."""
-        if job.status not in ("queued", "processing"):
+        """A queued, processing or deferred (parked by the token budget) job becomes `skipped`, without
+        its item id; False if it was not in flight."""
+        if job.status not in IN_FLIGHT:
             return False
         try:
             self._table.client().update_item(
                 TableName=self._table.name,
                 Key=key(job_pk(job.tenant_id, job.job_id), JOB_SK),
                 UpdateExpression="SET #s = :skipped, #e = :error, updated_at = :at REMOVE item_id, memory_version",
-                ConditionExpression="#s IN (:queued, :processing)",
+                ConditionExpression="#s IN (:queued, :processing, :deferred)",
                 ExpressionAttributeNames={"#s": "status", "#e": "error"},
                 ExpressionAttributeValues=values(
                     {
@@ -242,6 +243,7 @@ class DynamoJobStore:
                         ":at": iso(self._table.now()),
                         ":queued": "queued",
                         ":processing": "processing",
+                        ":deferred": "deferred",
                     }
                 ),
             )

@@ -90,7 +90,9 @@ class DynamoPlaceholderStore:
         return self._known(pk, user_key, list(dict.fromkeys(values))) if user_key else {}
 
     def _read_key(self, pk: str, generation: int | None) -> _UserKey | None:
-        """The user's key item; None when absent or of an older generation than `generation`."""
+        """The user's key item; None when absent or of an older generation than `generation`.
+        ConditionFailed when it is of a newer one: the user was forgotten since `generation` was
+        read, and the old life's values must not be numbered in the new one."""
         raw = (
             self._table.client()
             .get_item(TableName=self._table.name, Key=key(pk, KEY_SK), ConsistentRead=True)
@@ -101,6 +103,8 @@ class DynamoPlaceholderStore:
         item = decoded(raw)
         if generation is not None and item["generation"] < generation:
             return None
+        if generation is not None and item["generation"] > generation:
+            raise ConditionFailed("the user was forgotten since its generation was read", frozenset({0}))
         counters = {kind: item[name] for name, kind in _COUNTERS.items() if name in item}
         return _UserKey(item["secret"], item["generation"], counters, stored=True)
 

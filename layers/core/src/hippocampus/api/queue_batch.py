@@ -54,9 +54,7 @@ def condenser_function(
     @metrics.log_metrics
     def lambda_handler(event: Any, context: LambdaContext) -> PartialItemFailureResponse | JSON:
         if isinstance(event, Mapping) and event.get("detail-type") == SCHEDULED_EVENT:
-            reconciler().reconcile()
-            if release is not None:
-                release().release()
+            scheduled_pass(reconciler, release)
             return {"batchItemFailures": []}
         if not isinstance(event, Mapping) or "Records" not in event:
             # Neither the schedule nor a batch: a direct invocation, whatever its JSON type.
@@ -70,6 +68,22 @@ def condenser_function(
         return batch_failures(records, failed)
 
     return lambda_handler
+
+
+def scheduled_pass(
+    reconciler: Callable[[], DeadLetterReconciler], release: Callable[[], DeferredRelease] | None
+) -> None:
+    """The DLQ pass and the release of parked turns, each whatever the other does; the first
+    failure is raised after both ran, so EventBridge retries the invocation."""
+    failures: list[Exception] = []
+    for step in (lambda: reconciler().reconcile(), lambda: release().release() if release else 0):
+        try:
+            step()
+        except Exception as error:
+            logger.exception("a step of the scheduled pass failed")
+            failures.append(error)
+    if failures:
+        raise failures[0]
 
 
 def parse_records(

@@ -22,6 +22,9 @@ TOKEN_BUDGET_EXHAUSTED: Final = "token_budget_exhausted"  # noqa: S105 - an erro
 # A tenant's entries sent back to the queue per scheduled pass, oldest first: a day's backlog goes
 # back in steps, each condensed before the next is sent, so the new day's budget is spent in order.
 RELEASED_PER_PASS: Final = 100
+# A turn sent back this long ago whose job is still `queued` is sent again: its message was lost
+# (a pass that died between marking and sending). A duplicate is applied once (the job ledger).
+RESEND_AFTER_S: Final = 900
 # How long a tenant's daily usage is kept (the usage route reads today's).
 USAGE_RETENTION_DAYS: Final = 35
 ANY_TENANT: Final = "*"
@@ -138,7 +141,7 @@ class DeferralStore(Protocol):
         ...
 
     def tenants(self) -> list[str]:
-        """The tenants whose ledgers hold entries."""
+        """The tenants whose ledgers may hold entries (every tenant that ever parked a turn)."""
         ...
 
     def entries(self, tenant_id: str) -> list[DeferredEntry]:
@@ -147,16 +150,21 @@ class DeferralStore(Protocol):
 
     def count(self, tenant_id: str) -> int: ...
 
-    def mark_released(self, tenant_id: str, messages: Sequence[CondenseMessage]) -> None:
-        """The entries were sent back to the queue: their jobs `queued` again."""
+    def mark_released(
+        self, tenant_id: str, entries: Sequence[DeferredEntry], at: datetime
+    ) -> list[CondenseMessage]:
+        """Mark the entries sent back at `at`, their jobs `queued` again, before they are sent; the
+        messages to send (with `released_at`). An entry parked again meanwhile, or whose job is done
+        or was sent again since it was read, is left out."""
         ...
 
     def retire(self, message: CondenseMessage) -> None:
         """Remove the entry of a job that is done (completed, skipped or failed)."""
         ...
 
-    def erase_user(self, tenant_id: str, user_id: str) -> int:
-        """Remove the user's entries (the user is forgotten); how many there were."""
+    def erase_user(self, tenant_id: str, user_id: str, generation: int) -> int:
+        """Remove the user's entries of the lives before `generation` (the user is forgotten); how
+        many there were."""
         ...
 
 

@@ -2,7 +2,7 @@
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -30,6 +30,8 @@ from hippocampus.contracts.limits import (
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 
 JobStatus = Literal["queued", "processing", "deferred", "completed", "failed", "skipped"]
+# A job whose item may still be condensed, and that a delete of its user redacts as `skipped`.
+IN_FLIGHT: Final = frozenset({"queued", "processing", "deferred"})
 
 # RFC 3339: a date, a time and a `Z` or numeric offset (docs/api.md "Ingest", `occurred_at`).
 _RFC_3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})")

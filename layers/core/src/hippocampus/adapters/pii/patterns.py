@@ -43,8 +43,11 @@ _EMAIL: Final = re.compile(
 # space or dash; where the IBAN ends is decided by its checksum (`_iban_spans`).
 _IBAN: Final = re.compile(r"(?<![^\W_])[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]){11,30}", re.IGNORECASE)
 _IBAN_LENGTHS: Final = range(15, 35)
-# 13-19 digits, neither preceded nor followed by another digit (even across one separator).
-_CARD: Final = re.compile(r"(?<!\w)(?<!\d[ .,-])\d(?:[ -]?\d){12,18}(?![ .,-]?\d)(?!\w)")
+# Digits in groups separated by one space or dash, as card numbers are written (`4111 1111 1111 1111`),
+# not part of a decimal or a word; a card is 13-19 digits of whole groups in it (`_card_in`), so one
+# followed by its expiry (`… 1111 12/27`) or preceded by a phone number is found all the same.
+_DIGIT_RUN: Final = re.compile(r"(?<![\w.,-])\d+(?:[ -]\d+)*(?![\w.,]\d|\w)")
+_DIGIT_GROUP: Final = re.compile(r"\d+")
 _SSN_DASHED: Final = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-]|[.,]\d)")
 _SSN_UNDASHED: Final = re.compile(r"(?<![\w-])(?<!\d[ .,])\d{3} ?\d{2} ?\d{4}(?![\w-]|[ .,]\d)")
 _SSN_CONTEXT: Final = re.compile(r"\b(?:ssns?|social\s+security)\b\W*(?:\w+\W+){0,3}$", re.IGNORECASE)
@@ -54,9 +57,10 @@ _IPV6: Final = re.compile(
     r"(?<![\w:.])(?:[0-9A-F]{0,4}:){2,7}+(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-F]{1,4})?+(?![\w:]|\.\w)",
     re.IGNORECASE,
 )
+# A `#` alone is no reference (`phone # 415-555-0132`): only after one of these words.
 _REFERENCE_CONTEXT: Final = re.compile(
-    r"(?:#|\b(?:order|invoice|tracking|ref|reference|ticket|confirmation|booking)\b"
-    r"(?:\s*(?:no\.?|nr\.?|number|num|id))?\s*[#:]?)\s*$",
+    r"\b(?:order|invoice|tracking|ref|reference|ticket|confirmation|booking)\b"
+    r"(?:\s*(?:no\.?|nr\.?|number|num|id))?\s*[#:]?\s*$",
     re.IGNORECASE,
 )
 _DECIMAL_PART: Final = re.compile(r"[.,]\d")
@@ -150,10 +154,25 @@ def _ends_word(text: str, stop: int) -> bool:
 
 
 def _card_spans(text: str) -> Iterator[PiiSpan]:
-    for match in _CARD.finditer(text):
-        digits = _digits(match.group())
-        if luhn.is_valid(digits) and _has_issuer_prefix(digits):
-            yield PiiSpan("CARD", match.start(), match.end(), digits)
+    for run in _DIGIT_RUN.finditer(text):
+        groups = [
+            (run.start() + g.start(), run.start() + g.end()) for g in _DIGIT_GROUP.finditer(run.group())
+        ]
+        card = _card_in(text, groups)
+        if card is not None:
+            yield card
+
+
+def _card_in(text: str, groups: list[tuple[int, int]]) -> PiiSpan | None:
+    """The first card of whole groups in a run, the longest from each group on: 13-19 digits that
+    pass Luhn and begin with an issuer's prefix."""
+    for first in range(len(groups)):
+        for last in range(len(groups) - 1, first - 1, -1):
+            start, end = groups[first][0], groups[last][1]
+            digits = _digits(text[start:end])
+            if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and _has_issuer_prefix(digits):
+                return PiiSpan("CARD", start, end, digits)
+    return None
 
 
 def _has_issuer_prefix(digits: str) -> bool:

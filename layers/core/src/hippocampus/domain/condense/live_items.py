@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
 from hippocampus.domain.condense.queued import QueuedItem
@@ -85,7 +87,7 @@ class ItemContents:
             masked = masker.mask_items(scope, [entry.content for entry in live])
         places: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
         for entry, item in zip(live, masked, strict=True):
-            if item != entry.content:
+            if item != entry.content and _still_valid(item):
                 message = entry.queued.message
                 places[message.raw_key][message.raw_index] = item.model_dump(mode="json")
         # Before any model sees the items: from here on the archive holds them masked.
@@ -105,3 +107,15 @@ class ItemContents:
         if stored is None or message.raw_index >= len(stored) or stored[message.raw_index] is None:
             return None
         return IngestItem.model_validate(stored[message.raw_index])
+
+
+def _still_valid(item: IngestItem) -> bool:
+    """Whether a masked item is still within the limits of an accepted one (a placeholder may be a
+    few characters longer than its value): only then does it replace the original in the archive,
+    which is read back with those limits. One that grew past them keeps its original there, masked
+    again when read, until its job completes and its place is erased."""
+    try:
+        IngestItem.model_validate(item.model_dump(mode="json"))
+    except ValidationError:
+        return False
+    return True

@@ -1,18 +1,24 @@
 """Parked turns sent back to the queue by the condenser's scheduled pass (docs/architecture.md
 "Token budgets").
 
-Every few minutes, for each tenant whose ledger holds entries and whose budget of the day is not
-spent: entries of jobs already done are removed, and the oldest RELEASED_PER_PASS entries not yet
-sent back are sent to the queue, in the order they were accepted (each in its user's message
-group), their jobs `queued` again. A message sent twice (a pass that died between sending and
-marking) is applied once: the condenser's job ledger drops the second.
+Every few minutes, for each tenant that parked turns and whose budget of the day is not spent:
+entries of jobs already done are removed, and the oldest RELEASED_PER_PASS entries not yet sent
+back are marked sent, their jobs `queued` again, then sent to the queue in the order they were
+accepted (each in its user's message group). An entry marked whose message never reached the queue
+(a pass that died in between) is sent again RESEND_AFTER_S later; a message that arrives twice is
+applied once: the condenser's job ledger drops the second.
 """
 
-import contextlib
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
-from hippocampus.contracts.budgets import RELEASED_PER_PASS, DeferralStore
-from hippocampus.contracts.errors import ConditionFailed
+from hippocampus.contracts.budgets import (
+    RELEASED_PER_PASS,
+    RESEND_AFTER_S,
+    DeferralStore,
+    DeferredEntry,
+    accepted_order,
+)
 from hippocampus.contracts.models import Job
 from hippocampus.contracts.ports import JobQueue, JobStore
 from hippocampus.domain.clock import Clock, utc_now
@@ -49,25 +55,33 @@ class DeferredRelease:
 
     def _release(self, tenant_id: str) -> int:
         entries = self._deferrals.entries(tenant_id)
-        jobs = self._jobs.get_jobs(tenant_id, [entry.message.job_id for entry in entries])
-        done = [entry for entry in entries if _done(jobs.get(entry.message.job_id))]
+        sent = [entry for entry in entries if entry.released]
+        waiting = [entry for entry in entries if not entry.released][:RELEASED_PER_PASS]
+        # Only the jobs of what this pass may act on are read: a large backlog costs its ledger's read.
+        jobs = self._jobs.get_jobs(tenant_id, [entry.message.job_id for entry in (*sent, *waiting)])
+        done = [entry for entry in (*sent, *waiting) if _done(jobs.get(entry.message.job_id))]
         for entry in done:
-            with contextlib.suppress(ConditionFailed):  # removed meanwhile by its condensation
-                self._deferrals.retire(entry.message)
+            self._deferrals.retire(entry.message)
         if self._gate.spent(tenant_id):
             return 0
-        waiting = [entry for entry in entries if not entry.released and entry not in done]
-        if not waiting:
-            return 0
         now = self._clock()
-        messages = [
-            entry.message.model_copy(update={"released_at": now}) for entry in waiting[:RELEASED_PER_PASS]
-        ]
+        lost = [entry for entry in sent if entry not in done and _lost(entry, now)]
+        due = sorted([*lost, *(e for e in waiting if e not in done)], key=lambda e: accepted_order(e.message))
+        # Marked first, then sent: a turn parked again meanwhile is not marked, so not sent; a mark
+        # whose send was lost is sent again RESEND_AFTER_S later.
+        messages = self._deferrals.mark_released(tenant_id, due, now) if due else []
+        if not messages:
+            return 0
         self._queue().send(messages, None)
-        self._deferrals.mark_released(tenant_id, messages)
         record_metric(MetricName.DEFERRED_JOBS_RELEASED, len(messages))
         logger.info("parked turns released", extra={"tenant_id": tenant_id, "jobs": len(messages)})
         return len(messages)
+
+
+def _lost(entry: DeferredEntry, now: datetime) -> bool:
+    """Sent back long ago and still not condensed: its message may never have reached the queue."""
+    released_at = entry.message.released_at
+    return released_at is not None and now - released_at > timedelta(seconds=RESEND_AFTER_S)
 
 
 def _done(job: Job | None) -> bool:

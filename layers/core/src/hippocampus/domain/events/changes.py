@@ -1,7 +1,8 @@
 """Which committed changes are events, and what each event says (docs/architecture.md "Events").
 
-- `Memory Updated`: the summary item's `version` moved (a condensation or a PUT wrote a version;
-  a delete keeps the version counter and writes none, and turns wait as episodes with none).
+- `Memory Updated`: the summary item's `version` moved (a condensation or a PUT wrote a version,
+  or a forgotten episode's rebuild, which may empty it; a delete keeps the version counter and
+  writes none, and turns wait as episodes with none).
 - `Records Changed`: a record item was created (`added`), given `invalidated_at` (`invalidated`),
   or removed (`deleted`: one record's delete, a forgotten episode's, a trim or the user's delete).
   Other changes of a record (its vector, an episode id dropped) are not events.
@@ -38,7 +39,8 @@ def event_of(change: StoredChange, include_content: bool = False) -> ChangeEvent
 def _memory(change: StoredChange, include_content: bool) -> ChangeEvent | None:
     new, old = change.new or {}, change.old or {}
     version, previous = int(new.get("version", 0)), int(old.get("version", 0))
-    if version <= previous or "memory" not in new:
+    # A version with no text is one too: a forgotten episode's rebuild from no records empties it.
+    if version <= previous:
         return None
     detail = MemoryUpdatedDetail(
         event_id=change.event_id,
@@ -50,7 +52,7 @@ def _memory(change: StoredChange, include_content: bool) -> ChangeEvent | None:
         word_count=int(new.get("word_count", 0)),
         job_ids=list(new.get("job_ids") or []),
         updated_at=new["updated_at"],
-        memory=new["memory"] if include_content else None,
+        memory=new.get("memory") if include_content else None,
     )
     return ChangeEvent(MEMORY_UPDATED, detail)
 
@@ -79,7 +81,8 @@ def _record(change: StoredChange, include_content: bool) -> ChangeEvent | None:
         superseded_by=item.get("superseded_by"),
         job_id=item.get("job_id"),
         generation=int(item.get("generation", 0)),
-        text=item.get("text") if include_content else None,
+        # Never for a deleted record: a user's delete would publish the text of all it erased.
+        text=item.get("text") if include_content and what != "deleted" else None,
     )
     return ChangeEvent(RECORDS_CHANGED, detail)
 

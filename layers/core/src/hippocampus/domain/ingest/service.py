@@ -158,6 +158,15 @@ class IngestService:
         if not queued:
             self._archive.delete_raw(raw_key)  # every turn was a duplicate: nothing reads this payload
             return turn_jobs, False
+        if self._masker is not None and len(queued) < len(turns.by_index):
+            # With masking no original is kept that nothing will mask: a duplicate's place, which no
+            # message points to, goes now (the condenser masks the others, then erases them).
+            sent = {turn.raw_index for turn, _ in queued}
+            duplicates = {t.raw_index: None for t in turns.by_index.values() if t.raw_index not in sent}
+            try:
+                self._archive.replace_raw_items(raw_key, duplicates)
+            except Exception:  # best effort: the new turns are queued all the same
+                logger.exception("could not erase the places of turns sent again")
         try:
             self._send(turns, raw_key, queued)
         except Exception:

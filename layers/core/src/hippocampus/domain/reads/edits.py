@@ -76,18 +76,7 @@ class EditService:
                 [{"field": "expected_version", "message": "field required", "type": "missing"}],
             )
         text = memory.strip()
-        words = count_words(text)
-        if words > self._max_words:
-            raise LimitExceeded(
-                f"memory has {words} words; the limit is {self._max_words}",
-                [{"field": "memory", "message": f"at most {self._max_words} words", "type": "limit"}],
-            )
-        max_chars = max_memory_chars(self._max_words)
-        if len(text) > max_chars:
-            raise LimitExceeded(
-                f"memory has {len(text)} characters; the limit is {max_chars}",
-                [{"field": "memory", "message": f"at most {max_chars} characters", "type": "limit"}],
-            )
+        self._check_budget(text)
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
         if state.version != expected_version:
@@ -97,9 +86,10 @@ class EditService:
             if (
                 self._masker is not None
             ):  # the next condensation's prompt shows it (docs/architecture.md "PII masking")
-                scope = UserScope(tenant_id, user_id, state.generation)
-                text = self._masker.mask_texts(scope, [text])[0]
-                words = count_words(text)
+                text = self._masker.mask_texts(UserScope(tenant_id, user_id, state.generation), [text])[0]
+                # A placeholder may be longer than its value: what is stored keeps the budget too.
+                self._check_budget(text, " once its personal data is masked")
+            words = count_words(text)
             write = MemoryWrite(tenant_id, user_id, state.last_version, state.generation, text, words, now)
             with self._tracing.span("dynamodb.write_memory", tenant_id=tenant_id):
                 self._store.write_memory(write)
@@ -111,6 +101,21 @@ class EditService:
         self._history.record(tenant_id, user_id, state.generation, entry)
         new_state = MemoryState(text, version, words, now, state.generation)
         return MemoryRead(memory_body(tenant_id, user_id, new_state, facts), state.generation)
+
+    def _check_budget(self, text: str, masked: str = "") -> None:
+        """The summary's word budget and its character bound (docs/api.md "Replace the summary")."""
+        words = count_words(text)
+        if words > self._max_words:
+            raise LimitExceeded(
+                f"memory has {words} words{masked}; the limit is {self._max_words}",
+                [{"field": "memory", "message": f"at most {self._max_words} words", "type": "limit"}],
+            )
+        max_chars = max_memory_chars(self._max_words)
+        if len(text) > max_chars:
+            raise LimitExceeded(
+                f"memory has {len(text)} characters{masked}; the limit is {max_chars}",
+                [{"field": "memory", "message": f"at most {max_chars} characters", "type": "limit"}],
+            )
 
     def delete_memory(self, tenant_id: str, user_id: str) -> DeletionReceipt:
         """The tombstone first (every queued item of the old generation is then skipped), then the
@@ -127,7 +132,7 @@ class EditService:
         parked = 0
         if self._deferrals is not None:  # turns parked by the token budget: their jobs went above
             with self._tracing.span("dynamodb.erase_deferred", tenant_id=tenant_id):
-                parked = self._deferrals.erase_user(tenant_id, user_id)
+                parked = self._deferrals.erase_user(tenant_id, user_id, memory.generation)
         record_metric(MetricName.DELETES)
         deletion = Deletion(tenant_id, user_id, "user", None, memory.generation, requested_at)
         counts = erased_counts(memory, jobs, archive, parked)
