@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from hippocampus.contracts.budgets import ANY_TENANT
+from hippocampus.contracts.events import DetailType
 from hippocampus.contracts.limits import IDENTIFIER_PATTERN
 from hippocampus.contracts.names import (
     CONDENSER_TIMEOUT_S,
@@ -62,6 +63,12 @@ LOG_RETENTION_DAYS: Final = frozenset(
 MAX_BUDGETED_TENANTS: Final = 100
 MAX_BUDGETS_JSON_CHARS: Final = 2048
 
+# Webhooks (infra/events.py): each is an EventBridge connection, API destination and rule, and EventBridge
+# allows 50 connections per account and region by default.
+MAX_WEBHOOKS: Final = 20
+EVENT_DETAIL_TYPES: Final[tuple[DetailType, ...]] = get_args(DetailType)
+DEFAULT_WEBHOOK_HEADER: Final = "X-Api-Key"
+
 # The only vector sizes Titan Text Embeddings V2 offers (as the bedrock embedding adapter checks at
 # cold start): refused here at synth time instead of failing every deployed cold start.
 
@@ -74,10 +81,49 @@ Email = Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", 
 HttpsUrl = Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)]
 # Tokens per UTC day: a JSON integer (not 1.0, "5" or true), at least 1.
 DailyTokens = Annotated[int, Field(strict=True, ge=1)]
+# A webhook's name is part of its resources' names, `hippocampus-<stage>-webhook-<name>`, which
+# EventBridge allows 64 characters (a stage has up to 20).
+WebhookName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,22}$")]
+# An HTTP header name (RFC 9110 token characters).
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$")]
 
 
 class ConfigError(ValueError):
     """The deployment configuration is invalid; the message names each bad key."""
+
+
+class Webhook(BaseModel):
+    """One entry of `webhooks`: the change events of some detail types POSTed to an HTTPS endpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: WebhookName = Field(description="Unique; names its connection, API destination and rule.")
+    url: HttpsUrl = Field(description="The endpoint EventBridge POSTs each event to (HTTPS only).")
+    secret_name: SecretName = Field(
+        description="Existing Secrets Manager secret whose value (plain text) is the API key sent."
+    )
+    header: HeaderName = Field(DEFAULT_WEBHOOK_HEADER, description="The header the API key is sent in.")
+    detail_types: tuple[DetailType, ...] = Field(
+        EVENT_DETAIL_TYPES, description="The detail types sent (default: all four)."
+    )
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _https(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.startswith("https://"):
+            raise ValueError(
+                "must be an https:// URL (EventBridge API destinations call HTTPS endpoints only)"
+            )
+        return value
+
+    @field_validator("detail_types")
+    @classmethod
+    def _distinct(cls, value: tuple[DetailType, ...]) -> tuple[DetailType, ...]:
+        if not value:
+            raise ValueError("must name at least one detail type")
+        if len(set(value)) != len(value):
+            raise ValueError("names a detail type twice")
+        return value
 
 
 class DeploymentConfig(BaseModel):
@@ -158,6 +204,11 @@ class DeploymentConfig(BaseModel):
         description="Change events carry the summary's and records' text too (otherwise ids, versions, "
         "counts and times only).",
     )
+    webhooks: tuple[Webhook, ...] = Field(
+        (),
+        description="HTTPS endpoints the change events are POSTed to (EventBridge API destinations); "
+        "[] creates none.",
+    )
 
     tracing: bool = Field(True, description="X-Ray: Lambda active tracing and API Gateway tracing.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Function log level.")
@@ -218,6 +269,34 @@ class DeploymentConfig(BaseModel):
                 f"is {len(_compact_json(value))} characters as JSON: at most {MAX_BUDGETS_JSON_CHARS} (it is "
                 "passed as MEMORY_TENANT_DAILY_TOKENS, and Lambda allows 4 KB of variables per function)"
             )
+        return value
+
+    @field_validator("webhooks", mode="before")
+    @classmethod
+    def _webhooks_list(cls, value: Any) -> Any:
+        # `-c hippocampus.webhooks='[{"name": ...}]'` arrives as a string.
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(
+                'must be a list of webhooks, e.g. [{"name": "crm", "url": "https://...", "secret_name": "..."}]'
+            )
+        return value
+
+    @field_validator("webhooks")
+    @classmethod
+    def _webhook_names(cls, value: tuple[Webhook, ...]) -> tuple[Webhook, ...]:
+        if len(value) > MAX_WEBHOOKS:
+            raise ValueError(f"lists {len(value)} webhooks: at most {MAX_WEBHOOKS}")
+        first: dict[str, int] = {}
+        for index, webhook in enumerate(value):
+            if webhook.name in first:
+                raise _KeyError(
+                    f"webhooks.{index}.name",
+                    f"{webhook.name!r} is already the name of webhook {first[webhook.name]}",
+                )
+            first[webhook.name] = index
         return value
 
     @field_validator("log_retention_days")

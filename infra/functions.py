@@ -20,6 +20,7 @@ from hippocampus.contracts import names as schema
 from infra import grants
 from infra.bundling import LambdaAssets
 from infra.config import DeploymentConfig
+from infra.events import ChangeEvents
 from infra.nag import acknowledge
 from infra.queueing import Queueing
 from infra.schedule import schedule_dead_letter_pass
@@ -28,6 +29,18 @@ from infra.storage import Storage, removal_policy
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
+
+# The events function's stream (docs/architecture.md "Events"): batches of up to 100 records, oldest first;
+# a failing batch is split and retried, a bounded number of times (a stream keeps a record 24 hours),
+# then its place in the stream goes to the events DLQ.
+EVENTS_BATCH_SIZE: Final = 100
+EVENTS_RETRY_ATTEMPTS: Final = 10
+EVENTS_MAX_RECORD_AGE: Final = cdk.Duration.hours(24)
+# The sort keys of the items whose changes are events (adapters/dynamodb_table.py, dynamodb_receipts.py):
+# a user's memory, a job, a deletion receipt, and (by prefix) a record. Lambda drops every other
+# record of the stream (facts, episodes, indexes, usage, ...) before the function is invoked.
+EVENT_SORT_KEYS: Final = ("MEMORY", "JOB", "RECEIPT")
+EVENT_SORT_KEY_PREFIXES: Final = ("RECORD#",)
 
 # The functions a user waits on at a cold start, which `snapstart` starts from a snapshot
 # (docs/configuration.md); their handlers prime what the snapshot holds (functions/*/handler.py).
@@ -177,7 +190,7 @@ def entry_point(function: lambda_.IFunction) -> lambda_.IFunction:
 
 
 class Functions(Construct):
-    """The four functions, their layers, their environment and their least-privilege grants."""
+    """The five functions, their layers, their environment, their triggers and their least-privilege grants."""
 
     def __init__(
         self,
@@ -188,6 +201,7 @@ class Functions(Construct):
         assets: LambdaAssets,
         storage: Storage,
         queueing: Queueing,
+        change_events: ChangeEvents,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -214,6 +228,7 @@ class Functions(Construct):
                 bucket=storage.bucket.bucket_name,
                 queue_url=queueing.queue.queue_url,
                 dlq_url=queueing.dlq.queue_url,
+                event_bus=change_events.bus.event_bus_name,
             ),
         )
         self.by_name: dict[FunctionName, ServiceFunction] = {}
@@ -246,6 +261,7 @@ class Functions(Construct):
         for spec in FUNCTION_SPECS:
             if spec.masks:
                 self._pii_detection(self.by_name[spec.name])
+        self._events_trigger(storage, change_events)
 
     @property
     def get_memory(self) -> lambda_.Function:
@@ -262,6 +278,10 @@ class Functions(Construct):
     @property
     def recall(self) -> lambda_.Function:
         return self.by_name["recall"].function
+
+    @property
+    def events(self) -> lambda_.Function:
+        return self.by_name["events"].function
 
     def _pii_detection(self, service_function: ServiceFunction) -> None:
         """The PII detector's access (comprehend only), in place before the function is."""
@@ -282,3 +302,33 @@ class Functions(Construct):
             )
         )
         schedule_dead_letter_pass(self, service_function.function, service_function.role, queueing.dlq)
+
+    def _events_trigger(self, storage: Storage, change_events: ChangeEvents) -> None:
+        """The table's change stream, filtered to the items that can be events, and the bus. The role reads
+        the stream and puts events on the bus, nothing else (no table, bucket or queue but the DLQ the
+        mapping sends failed batches to, which SqsDlq grants SendMessage on)."""
+        service_function = self.by_name["events"]
+        role = service_function.role
+        stream_list = grants.grant_stream_read(service_function, role, storage.table)
+        grants.grant_put_events(role, change_events.bus)
+        # The mapping is created with the function, which waits for the role's policies: Lambda checks
+        # that the role may read the stream when the mapping is created.
+        service_function.function.node.add_dependency(stream_list)
+        sort_key = {"dynamodb": {"Keys": {schema.TABLE_SORT_KEY: {"S": list(EVENT_SORT_KEYS)}}}}
+        prefixes = [{"prefix": prefix} for prefix in EVENT_SORT_KEY_PREFIXES]
+        by_prefix = {"dynamodb": {"Keys": {schema.TABLE_SORT_KEY: {"S": prefixes}}}}
+        lambda_.EventSourceMapping(
+            service_function,
+            "TableStream",
+            target=service_function.function,
+            event_source_arn=storage.table.table_stream_arn,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=EVENTS_BATCH_SIZE,
+            report_batch_item_failures=True,
+            bisect_batch_on_error=True,
+            retry_attempts=EVENTS_RETRY_ATTEMPTS,
+            max_record_age=EVENTS_MAX_RECORD_AGE,
+            on_failure=event_sources.SqsDlq(change_events.dlq),
+            # Two filters, either matches: the exact sort keys, or a record's prefix.
+            filters=[lambda_.FilterCriteria.filter(sort_key), lambda_.FilterCriteria.filter(by_prefix)],
+        )

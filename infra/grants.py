@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import Final
 
 import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -105,6 +107,34 @@ def grant_condenser_redrive(role: iam.IRole, queueing: Queueing) -> None:
 def grant_recall(role: iam.IRole, storage: Storage) -> None:
     # One user's partition, read with Query (and GetItem): no Scan, no BatchGetItem, no write.
     storage.table_items.grant(role, "dynamodb:Query", "dynamodb:GetItem")
+
+
+def grant_stream_read(scope: Construct, role: iam.IRole, table: dynamodb.ITable) -> iam.Policy:
+    """What the events function's event source mapping reads the table's change stream with, and nothing
+    of the table itself: DescribeStream, GetRecords and GetShardIterator on the stream; ListStreams, which
+    takes no resource, in a policy of its own (`scope`/StreamListPolicy) so that its acknowledgment covers
+    that one statement alone. (The DynamoEventSource construct would grant the same, with ListStreams
+    on `*` in the role's default policy, where the X-Ray acknowledgment would hide it.)"""
+    stream = table.table_stream_arn
+    if stream is None:
+        raise ValueError("the table has no stream to read")
+    reads = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+    role.add_to_principal_policy(iam.PolicyStatement(actions=reads, resources=[stream]))
+    statement = iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"])
+    policy = iam.Policy(scope, "StreamListPolicy", roles=[role], statements=[statement])
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "dynamodb:ListStreams, which Lambda needs to read a DynamoDB stream for an event source mapping, "
+        "supports no resource-level permissions (Service Authorization Reference: no resource type), so "
+        "Resource '*' is the only valid value; this policy allows that one action and nothing else.",
+    )
+    return policy
+
+
+def grant_put_events(role: iam.IRole, bus: events.IEventBus) -> None:
+    """events:PutEvents on the service's bus only."""
+    bus.grant_put_events_to(role)
 
 
 def grant_condenser_models(

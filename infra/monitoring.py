@@ -21,6 +21,9 @@ from infra.config import DeploymentConfig
 PERIOD: Final = cdk.Duration.minutes(5)
 # Backlog alarm: the oldest queued item waits longer than this (condenser stuck or throttled).
 QUEUE_AGE_ALARM_S: Final = 900
+# The events function's stream: the oldest record of a batch waited this long (IteratorAge, in ms) when
+# it was read; the stream keeps a record 24 hours.
+ITERATOR_AGE_ALARM_MS: Final = 5 * 60 * 1000
 # The token budget alarm's period: CloudWatch's (sliding) window is then the 24 hours before each
 # evaluation, so it fires within minutes of a UTC day's use reaching the budget (docs/operations.md).
 BUDGET_PERIOD: Final = cdk.Duration.days(1)
@@ -83,6 +86,9 @@ class Monitoring(Construct):
         recall: lambda_.IFunction,
         queue: sqs.IQueue,
         dlq: sqs.IQueue,
+        events: lambda_.IFunction,
+        events_dlq: sqs.IQueue,
+        webhooks_dlq: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         prefix = config.name_prefix
@@ -109,6 +115,10 @@ class Monitoring(Construct):
             period=cdk.Duration.minutes(1), statistic="Maximum"
         )
         queue_age = queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum")
+        events_dlq_depth = events_dlq.metric_approximate_number_of_messages_visible(
+            period=cdk.Duration.minutes(1), statistic="Maximum"
+        )
+        iterator_age = events.metric("IteratorAge", period=PERIOD, statistic="Maximum")
 
         self.alarms = [
             self._alarm(
@@ -158,7 +168,36 @@ class Monitoring(Construct):
                 threshold=QUEUE_AGE_ALARM_S,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             ),
+            self._alarm(
+                "EventsDlqNotEmpty",
+                f"{prefix}-events-dlq-not-empty",
+                "The events function gave up on a batch of the table's stream: its changes were not "
+                "published, and the events DLQ names the batch (readable in the stream for 24 hours).",
+                events_dlq_depth,
+                threshold=1,
+            ),
+            self._alarm(
+                "EventsIteratorAge",
+                f"{prefix}-events-iterator-age",
+                f"Change events are late: the events function read a stream record at least "
+                f"{ITERATOR_AGE_ALARM_MS // 60_000} minutes old (the stream keeps a record 24 hours).",
+                iterator_age,
+                threshold=ITERATOR_AGE_ALARM_MS,
+            ),
         ]
+        if webhooks_dlq is not None:
+            self.alarms.append(
+                self._alarm(
+                    "WebhooksDlqNotEmpty",
+                    f"{prefix}-webhooks-dlq-not-empty",
+                    "A webhook's endpoint did not accept an event for 24 hours (or refused it): the event "
+                    "is in the webhooks DLQ.",
+                    webhooks_dlq.metric_approximate_number_of_messages_visible(
+                        period=cdk.Duration.minutes(1), statistic="Maximum"
+                    ),
+                    threshold=1,
+                )
+            )
 
         # Two per tenant named in tenant_token_budgets; "*" stands for tenants no list holds.
         self.budget_alarms = [
@@ -181,7 +220,8 @@ class Monitoring(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"# Hippocampus `{config.stage}`\nAPI, ingestion, condensation, recall and LLM health.",
+                markdown=f"# Hippocampus `{config.stage}`\nAPI, ingestion, condensation, recall, LLM and "
+                "change events' health.",
                 width=24,
                 height=2,
             )
@@ -216,7 +256,7 @@ class Monitoring(Construct):
                     *fn_metrics(ingest, "ingest"),
                     *fn_metrics(recall, "recall"),
                 ],
-                right=fn_metrics(condenser, "condenser"),
+                right=[*fn_metrics(condenser, "condenser"), *fn_metrics(events, "events")],
                 width=8,
             ),
             cloudwatch.GraphWidget(
@@ -281,6 +321,23 @@ class Monitoring(Construct):
                 right=[tenant_usage("TenantLlmCalls")],
                 width=24,
             )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Change events",
+                left=[service_metric("EventsPublished", "Sum", "Events published")],
+                right=[
+                    events.metric_errors(period=PERIOD, statistic="Sum", label="Errors"),
+                    events.metric_throttles(period=PERIOD, statistic="Sum", label="Throttles"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Change events' stream",
+                left=[iterator_age.with_(label="Oldest record read (ms)")],
+                right=[events_dlq_depth.with_(label="Events DLQ depth")],
+                width=12,
+            ),
         )
         if config.tenant_token_budgets:
             self.dashboard.add_widgets(

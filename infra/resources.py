@@ -40,6 +40,8 @@ class TableSpec:
     # A KMS key AWS manages for the account (False: the key AWS owns).
     aws_managed_key: bool = True
     indexes: tuple[IndexSpec, ...] = ()
+    # The table's change stream (None: none). Enabling one on an existing table updates it in place.
+    stream_view_type: Literal["NEW_AND_OLD_IMAGES"] | None = None
 
     def name(self, stage: str) -> str:
         """The local stack's name; deployed tables get generated names (stack outputs)."""
@@ -107,7 +109,16 @@ MEMORY_TABLE: Final = TableSpec(
     ttl_attribute=names.TABLE_TTL_ATTRIBUTE,
     deletion_protection=True,
     indexes=(IndexSpec(names.USERS_INDEX_NAME, names.USERS_INDEX_PARTITION_KEY, names.USERS_INDEX_SORT_KEY),),
+    # What the events function reads (docs/architecture.md "Events"): both images, since an event says
+    # what changed (a record invalidated, a job that reached its final status).
+    stream_view_type="NEW_AND_OLD_IMAGES",
 )
+
+
+def event_bus_name(config: DeploymentConfig) -> str:
+    """The change events' bus, and their schema registry: `hippocampus-<stage>`, the stage's prefix itself
+    (docs/architecture.md "Events")."""
+    return config.name_prefix
 
 
 def archive_bucket(config: DeploymentConfig) -> BucketSpec:

@@ -1,4 +1,5 @@
-"""The Hippocampus stack: storage, queueing, functions, API and monitoring, plus the fixed outputs.
+"""The Hippocampus stack: storage, queueing, change events, functions, API and monitoring, plus the fixed
+outputs.
 
 The layers and the functions' code are CDK assets built by local bundling (`infra.bundling`), for the
 configured architecture unless other `assets` are handed in.
@@ -15,6 +16,7 @@ from constructs import Construct
 from infra.api import Api
 from infra.bundling import LambdaAssets
 from infra.config import DeploymentConfig
+from infra.events import ChangeEvents
 from infra.functions import Functions, entry_point
 from infra.monitoring import Monitoring
 from infra.queueing import Queueing
@@ -47,8 +49,15 @@ class HippocampusStack(cdk.Stack):
 
         self.storage = Storage(self, "Storage", config=config)
         self.queueing = Queueing(self, "Queueing", config=config)
+        self.change_events = ChangeEvents(self, "Events", config=config)
         self.functions = Functions(
-            self, "Functions", config=config, assets=assets, storage=self.storage, queueing=self.queueing
+            self,
+            "Functions",
+            config=config,
+            assets=assets,
+            storage=self.storage,
+            queueing=self.queueing,
+            change_events=self.change_events,
         )
         self.api = Api(
             self,
@@ -71,6 +80,9 @@ class HippocampusStack(cdk.Stack):
             recall=self.functions.recall,
             queue=self.queueing.queue,
             dlq=self.queueing.dlq,
+            events=self.functions.events,
+            events_dlq=self.change_events.dlq,
+            webhooks_dlq=self.change_events.webhooks_dlq,
         )
         cdk.Tags.of(self).add("project", "hippocampus")
         cdk.Tags.of(self).add("stage", config.stage)
@@ -104,6 +116,11 @@ class HippocampusStack(cdk.Stack):
             "QueueUrl": (self.queueing.queue.queue_url, "Ingest FIFO queue URL"),
             "DlqName": (self.queueing.dlq.queue_name, "Dead-letter FIFO queue"),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "SNS topic of the alarms"),
+            "EventBusName": (
+                self.change_events.bus.event_bus_name,
+                "EventBridge bus of the change events (source hippocampus)",
+            ),
+            "EventBusArn": (self.change_events.bus.event_bus_arn, "EventBridge bus ARN of the change events"),
         }
         if functions.llm_secret is not None:
             outputs["LlmSecretName"] = (

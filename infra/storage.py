@@ -1,4 +1,5 @@
-"""Storage: the memory table (Idempotency-Key records included) and the archive bucket (plus its access-log bucket).
+"""Storage: the memory table (Idempotency-Key records included, its change stream) and the archive bucket
+(plus its access-log bucket).
 
 What each resource is comes from `infra.resources`, which the local stack provisions from too;
 this module maps those specs onto CDK constructs.
@@ -16,6 +17,8 @@ from constructs import Construct
 from infra import resources
 from infra.config import DeploymentConfig
 from infra.resources import BucketSpec, LifecycleRule, TableSpec
+
+_STREAM_VIEW_TYPE: Final = {"NEW_AND_OLD_IMAGES": dynamodb.StreamViewType.NEW_AND_OLD_IMAGES}
 
 _BUCKET_ENCRYPTION: Final = {
     "AES256": s3.BucketEncryption.S3_MANAGED,
@@ -70,6 +73,8 @@ def _table(
             point_in_time_recovery_enabled=spec.point_in_time_recovery
         ),
         time_to_live_attribute=spec.ttl_attribute,
+        # Enabled on an existing table in place (StreamSpecification updates without replacement).
+        stream=_STREAM_VIEW_TYPE[spec.stream_view_type] if spec.stream_view_type else None,
         encryption=(
             dynamodb.TableEncryption.AWS_MANAGED if spec.aws_managed_key else dynamodb.TableEncryption.DEFAULT
         ),

@@ -28,7 +28,7 @@ from infra.nag import MIN_REASON_CHARS, PLUGIN_NAME
 from infra.stack import HippocampusStack
 from tools.synth_summary import REPORT_FILE
 
-FUNCTIONS = ("get_memory", "ingest", "condenser", "recall")
+FUNCTIONS = ("get_memory", "ingest", "condenser", "recall", "events")
 
 
 @dataclass

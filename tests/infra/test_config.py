@@ -54,11 +54,15 @@ def test_function_environments_from_plain_names() -> None:
     environments = function_environments(config, resources)
     assert set(environments) == set(FUNCTION_NAMES)
     for variables in environments.values():
-        assert variables["MEMORY_TABLE_NAME"] == "t"
         assert variables["MEMORY_TRACING"] == "off" and variables["MEMORY_TTL_DAYS"] == "7"
-    # recall reads one partition of the table, nothing of the archive.
+    # The events function reads the table's stream (its event source), not the table.
+    assert [
+        name for name, variables in environments.items() if variables.get("MEMORY_TABLE_NAME") != "t"
+    ] == ["events"]
+    # recall reads one partition of the table, nothing of the archive; events neither.
     assert [name for name, variables in environments.items() if "MEMORY_BUCKET_NAME" not in variables] == [
-        "recall"
+        "recall",
+        "events",
     ]
     assert "MEMORY_QUEUE_URL" not in environments["get_memory"]
     assert environments["ingest"]["MEMORY_QUEUE_URL"] == "https://q"

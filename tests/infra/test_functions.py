@@ -1,4 +1,4 @@
-"""The four functions of the default stack: runtime, logs, environment, layers, and each role's grants."""
+"""The five functions of the default stack: runtime, logs, environment, layers, and each role's grants."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dyn
 
 def test_functions_run_python313_traced_with_json_logs_in_their_own_log_group(default_synth: Synth) -> None:
     template, config = default_synth.template, default_synth.stack.config
-    template.resource_count_is("AWS::Lambda::Function", 4)  # no helper function (log retention, ...)
+    template.resource_count_is(
+        "AWS::Lambda::Function", len(FUNCTION_SPECS)
+    )  # no helper function (log retention, ...)
     for spec in FUNCTION_SPECS:
         function = default_synth.function(spec.name)
         template.has_resource_properties(
@@ -38,7 +40,7 @@ def test_functions_run_python313_traced_with_json_logs_in_their_own_log_group(de
 
 def test_each_function_has_its_own_role_without_managed_policies(default_synth: Synth) -> None:
     roles = {default_synth.role_id(name) for name in FUNCTIONS}
-    assert len(roles) == 4
+    assert len(roles) == len(FUNCTIONS) == len(FUNCTION_SPECS)
     assumed_by_lambda = {
         "AssumeRolePolicyDocument": {
             "Statement": [Match.object_like({"Principal": {"Service": "lambda.amazonaws.com"}})]
@@ -105,6 +107,16 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
             "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline embeddings: no secret
             "MEMORY_MAX_EPISODES": Match.absent(),  # the condenser keeps the archive capped
         },
+        # The stream's records and the bus: no table, bucket, queue or model (test_events.py).
+        "events": {
+            **no_embeddings,
+            "MEMORY_TABLE_NAME": Match.absent(),
+            "MEMORY_BUCKET_NAME": Match.absent(),
+            "MEMORY_QUEUE_URL": Match.absent(),
+            "MEMORY_LLM_PROVIDER": Match.absent(),
+            "MEMORY_EVENT_BUS_NAME": {"Ref": synth.logical_id("AWS::Events::EventBus", {})},
+            "MEMORY_EVENTS_INCLUDE_CONTENT": "false",
+        },
     }
     for name in FUNCTIONS:
         synth.template.has_resource_properties(
@@ -161,14 +173,18 @@ def test_layers_and_code_ship_unchecked_hash_pyc_for_313(default_synth: Synth) -
 # ----------------------------------------------------------------------------- IAM
 
 
-def test_no_wildcard_actions_and_resource_star_only_for_xray(default_synth: Synth) -> None:
+def test_no_wildcard_actions_and_resource_star_only_for_xray_and_listing_streams(
+    default_synth: Synth,
+) -> None:
     for statement in statements(default_synth):
         if statement["Effect"] != "Allow":
             continue
         actions = as_list(statement["Action"])
         assert not [a for a in actions if "*" in a], statement
         if "*" in as_list(statement.get("Resource", [])):
-            assert set(actions) <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, statement
+            # Neither supports resource-level permissions; ListStreams is the events role's (test_events.py).
+            xray = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+            assert set(actions) <= xray or actions == ["dynamodb:ListStreams"], statement
 
 
 def archive(synth: Synth) -> str:

@@ -24,6 +24,8 @@ FIXED_OUTPUTS = (
     "QueueUrl",
     "DlqName",
     "AlarmTopicArn",
+    "EventBusName",
+    "EventBusArn",
 )
 
 
@@ -99,7 +101,7 @@ def test_queue_backlog_alarm(default_synth: Synth) -> None:
         Threshold=QUEUE_AGE_ALARM_S,
         ComparisonOperator="GreaterThanThreshold",
     )
-    default_synth.template.resource_count_is("AWS::CloudWatch::Alarm", 6)
+    default_synth.template.resource_count_is("AWS::CloudWatch::Alarm", 8)  # with the events' two
 
 
 def test_no_email_subscription_unless_configured(default_synth: Synth) -> None:
@@ -137,7 +139,7 @@ def test_dashboard_shows_api_ingest_condenser_dlq_and_llm(default_synth: Synth) 
         assert f'"{metric}"' in body, metric
     assert f'"{schema.METRICS_NAMESPACE}"' in body and f'"service","{schema.SERVICE_NAME}"' in body
     # Every function's duration, recall's included.
-    for name in ("get_memory", "ingest", "condenser", "recall"):
+    for name in ("get_memory", "ingest", "condenser", "recall", "events"):
         assert f'"label":"{name} p99"' in body, name
 
 

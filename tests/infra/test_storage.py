@@ -168,8 +168,8 @@ def test_ingest_queue_is_high_throughput_fifo_with_a_fifo_dlq(default_synth: Syn
 
 def test_queues_refuse_plain_http(default_synth: Synth) -> None:
     default_synth.template.resource_properties_count_is(
-        "AWS::SQS::QueuePolicy", {"PolicyDocument": {"Statement": [Match.object_like(TLS_ONLY)]}}, 2
-    )
+        "AWS::SQS::QueuePolicy", {"PolicyDocument": {"Statement": [Match.object_like(TLS_ONLY)]}}, 3
+    )  # the ingest queue, its DLQ, the events DLQ (test_events.py)
 
 
 def test_a_message_is_not_redelivered_while_the_condenser_may_still_run(default_synth: Synth) -> None:
@@ -180,7 +180,7 @@ def test_a_message_is_not_redelivered_while_the_condenser_may_still_run(default_
 
 def test_condenser_consumes_the_queue_reporting_item_failures(default_synth: Synth) -> None:
     template = default_synth.template
-    template.resource_count_is("AWS::Lambda::EventSourceMapping", 1)
+    template.resource_count_is("AWS::Lambda::EventSourceMapping", 2)  # and the events function's stream
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {

@@ -43,7 +43,7 @@ BUDGETS_JSON = '{"*":50000,"acme":200000}'  # compact, keys sorted
 TOLD = ("condenser", "get_memory")  # the gate and the release; the usage route
 # Tenant ids that differ only by the characters a construct id drops.
 ODD_TENANTS = {"acme.eu": 1_000, "acme-eu": 2_000, "acme@eu:1": 3_000, "acmeeu": 4_000}
-DEFAULT_ALARMS = 6
+DEFAULT_ALARMS = 8
 
 
 @pytest.fixture(scope="module")
