@@ -14,7 +14,7 @@ whole budget (README "Performance"). pydantic still parses and validates every v
 import os
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import (
     AliasChoices,
@@ -27,7 +27,6 @@ from pydantic import (
     model_validator,
 )
 
-from hippocampus.contracts.budgets import TokenBudgets
 from hippocampus.contracts.errors import ConfigurationError
 from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
@@ -43,6 +42,9 @@ from hippocampus.contracts.names import (
 )
 from hippocampus.contracts.pii import PiiDetectorName, PiiMode
 from hippocampus.contracts.records import DEFAULT_MAX_RECORDS
+
+if TYPE_CHECKING:
+    from hippocampus.contracts.budgets import TokenBudgets
 
 ENV_PREFIX = "MEMORY_"
 
@@ -126,7 +128,12 @@ class Settings(BaseModel):
     @field_validator("tenant_daily_tokens")
     @classmethod
     def _budgets(cls, value: str | None) -> str | None:
-        TokenBudgets.parse(value)  # a ValueError names what is wrong
+        if value is not None:
+            # Imported here: the budgets' module (and the models it names) is no part of the read
+            # path's cold start unless budgets are set.
+            from hippocampus.contracts.budgets import TokenBudgets
+
+            TokenBudgets.parse(value)  # a ValueError names what is wrong
         return value
 
     @model_validator(mode="after")
@@ -148,7 +155,9 @@ class Settings(BaseModel):
         return self
 
     @property
-    def token_budgets(self) -> TokenBudgets:
+    def token_budgets(self) -> "TokenBudgets":
+        from hippocampus.contracts.budgets import TokenBudgets
+
         return TokenBudgets.parse(self.tenant_daily_tokens)
 
     @property
