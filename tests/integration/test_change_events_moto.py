@@ -2,6 +2,7 @@
 bus as the four detail types, each change at least once under a stable event_id, none for a write
 that did not commit, and no content (docs/architecture.md "Events")."""
 
+import base64
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -43,9 +44,19 @@ class Stream:
         )["ShardIterator"]
 
     def batch(self) -> dict[str, Any]:
+        """The next records, in the JSON Lambda hands a function: binaries in base64, times in epoch seconds."""
         page = self._streams.get_records(ShardIterator=self._iterator)
         self._iterator = page["NextShardIterator"]
-        return {"Records": [{**record, "eventSourceARN": self._arn} for record in page["Records"]]}
+        records = [{**record, "eventSourceARN": self._arn} for record in page["Records"]]
+        return {"Records": json.loads(json.dumps(records, default=_as_lambda_sends))}
+
+
+def _as_lambda_sends(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, datetime):
+        return value.timestamp()
+    raise TypeError(type(value))
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from typing import Any
 from hippocampus.adapters.dynamodb_items import decoded
 from hippocampus.adapters.dynamodb_receipts import RECEIPT_SK
 from hippocampus.adapters.dynamodb_table import JOB_SK, MEMORY_SK, RECORD_PREFIX
+from hippocampus.adapters.dynamodb_wire import from_wire
 from hippocampus.contracts.events import ChangeKind, StoredChange
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -19,8 +20,8 @@ def stored_change(record: Mapping[str, Any]) -> StoredChange | None:
     stream = record.get("dynamodb") or {}
     keys = stream.get("Keys") or {}
     pk, sk = keys.get(PK, {}).get("S", ""), keys.get(SK, {}).get("S", "")
-    old = decoded(stream["OldImage"]) if stream.get("OldImage") else None
-    new = decoded(stream["NewImage"]) if stream.get("NewImage") else None
+    old = _image(stream.get("OldImage"))
+    new = _image(stream.get("NewImage"))
     image = new if new is not None else old
     if image is None:
         return None
@@ -30,6 +31,13 @@ def stored_change(record: Mapping[str, Any]) -> StoredChange | None:
     kind, tenant_id = found
     user_id = _user(kind, pk, image)
     return StoredChange(str(record.get("eventID", "")), kind, tenant_id, user_id, old, new)
+
+
+def _image(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An item image as Lambda hands it (binaries in base64, as on the wire), decoded."""
+    if not raw:
+        return None
+    return decoded({name: from_wire(value) for name, value in raw.items()})
 
 
 def _kind(pk: str, sk: str) -> tuple[ChangeKind, str] | None:

@@ -33,19 +33,20 @@ def _items_from_json(
     if not isinstance(items, list):
         return
     customized_response_dict["Items"] = [
-        {name: _parsed(value) for name, value in item.items()} for item in items
+        {name: from_wire(value) for name, value in item.items()} for item in items
     ]
     response_dict["body"] = json.dumps(body).encode()
 
 
-def _parsed(value: dict[str, Any]) -> dict[str, Any]:
-    """An attribute value as botocore parses it: the same, but binaries as bytes."""
+def from_wire(value: dict[str, Any]) -> dict[str, Any]:
+    """An attribute value as botocore parses it from the wire's JSON (a Query's answer, a stream
+    record as Lambda hands it): the same, but binaries as bytes instead of base64."""
     if "B" in value:
         return {"B": base64.b64decode(value["B"])}
     if "BS" in value:
         return {"BS": [base64.b64decode(member) for member in value["BS"]]}
     if "M" in value:
-        return {"M": {name: _parsed(member) for name, member in value["M"].items()}}
+        return {"M": {name: from_wire(member) for name, member in value["M"].items()}}
     if "L" in value:
-        return {"L": [_parsed(member) for member in value["L"]]}
+        return {"L": [from_wire(member) for member in value["L"]]}
     return value
