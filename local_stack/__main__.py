@@ -167,6 +167,17 @@ def _invoke_lines(stack: LocalStack, url: str) -> tuple[str, str]:
     return f"Lambda Invoke API: {url} (functions {', '.join(names)})", example
 
 
+def _events_line(stack: LocalStack, url: str) -> str:
+    """Where the change events go, and the command that prints them (docs/operations.md "Local stack")."""
+    assert stack.resources is not None
+    # The CLI's --local is this port's default: on another port, it is told the endpoint.
+    where = "" if url == f"http://127.0.0.1:{DEFAULT_PORT}" else f" --endpoint {url}"
+    return (
+        f"Events: every change on SQS {stack.resources.events_queue_name} "
+        f"(hippocampus{where} events --follow)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.quiet)
@@ -217,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_state_line(stack), flush=True)
     invoke_line, invoke_example = _invoke_lines(stack, url)
     print(invoke_line, flush=True)
+    print(_events_line(stack, url), flush=True)
     print(
         f"Memory browser: {url}/ui/?tenant=acme (the users, summaries, records and a query playground)",
         flush=True,

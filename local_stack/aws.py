@@ -4,6 +4,13 @@ The tables, the archive bucket and the queues are built from `infra.resources`, 
 constructs are, with the local stage's names (`hippocampus-local-memory`, ...): the local
 resources cannot drift from the deployed ones. What moto cannot enforce (TLS-only policies
 over plain HTTP) is left out, and said so in the specs.
+
+The change events (docs/architecture.md "Events"): the memory table has its stream (its spec's view
+type), the bus is the deployment's (`hippocampus-<stage>`, `infra.resources.event_bus_name`), a
+rule sends every event of the service to the standard queue `hippocampus-<stage>-events`, which a
+developer follows (`hippocampus events --follow`) where a deployment would have its subscribers,
+and the events DLQ `hippocampus-<stage>-events-dlq` receives the stream batches the events function
+gave up on, as the deployed event source mapping sends them.
 """
 
 import json
@@ -13,6 +20,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from hippocampus.contracts import names
+from hippocampus.contracts.events import EVENT_SOURCE
 from infra import resources as specs
 from infra.config import DeploymentConfig
 from infra.resources import BucketSpec, LifecycleRule, QueueSpec, TableSpec
@@ -22,6 +31,11 @@ DUMMY_SECRET_ACCESS_KEY = "local"  # noqa: S105 - moto accepts any credentials
 # Local resources are named like a deployed stage called "local".
 LOCAL_STAGE = "local"
 _DAY_S = 86_400
+EVENTS_RULE = "every-event-to-the-events-queue"
+EVENTS_QUEUE_BASE_NAME = "events"
+EVENTS_QUEUE_RETENTION_S = 4 * _DAY_S
+# The deployed events DLQ (infra/events.py EVENTS_DLQ_NAME; that module needs the CDK, this one must not).
+EVENTS_DLQ_BASE_NAME = "events-dlq"
 
 
 @dataclass(frozen=True)
@@ -35,6 +49,21 @@ class Resources:
     queue_arn: str
     dlq_url: str
     dlq_arn: str
+    # The change events: the bus the events function publishes to, the queue its rule fills, and the
+    # DLQ of the stream batches the function gave up on.
+    event_bus_name: str = ""
+    events_queue_url: str = ""
+    events_queue_arn: str = ""
+    events_dlq_url: str = ""
+
+    @property
+    def events_queue_name(self) -> str:
+        return self.events_queue_url.rstrip("/").rpartition("/")[2]
+
+
+def events_queue_name(config: DeploymentConfig) -> str:
+    """`hippocampus-dev-events`: the queue the local rule sends every event to."""
+    return names.resource_name(config.stage, EVENTS_QUEUE_BASE_NAME)
 
 
 def aws_client(service: str, endpoint_url: str | None, region: str) -> Any:
@@ -66,6 +95,11 @@ def provision(endpoint_url: str | None, region: str, config: DeploymentConfig) -
         queues[queue] = _create_queue(sqs, queue, queues)
     queue_url, queue_arn = queues[specs.INGEST_QUEUE]
     dlq_url, dlq_arn = queues[specs.DEAD_LETTER_QUEUE]
+    events_url, events_arn = _create_standard_queue(sqs, events_queue_name(config), EVENTS_QUEUE_RETENTION_S)
+    events_dlq_name = names.resource_name(config.stage, EVENTS_DLQ_BASE_NAME)
+    events_dlq_url, _ = _create_standard_queue(sqs, events_dlq_name, names.DLQ_RETENTION_DAYS * _DAY_S)
+    bus_name = specs.event_bus_name(config)
+    _create_event_bus(aws_client("events", endpoint_url, region), bus_name, events_arn)
     return Resources(
         region=region,
         table_name=specs.MEMORY_TABLE.name(LOCAL_STAGE),
@@ -74,6 +108,10 @@ def provision(endpoint_url: str | None, region: str, config: DeploymentConfig) -
         queue_arn=queue_arn,
         dlq_url=dlq_url,
         dlq_arn=dlq_arn,
+        event_bus_name=bus_name,
+        events_queue_url=events_url,
+        events_queue_arn=events_arn,
+        events_dlq_url=events_dlq_url,
     )
 
 
@@ -108,6 +146,8 @@ def _create_table(dynamodb: Any, spec: TableSpec) -> None:
         **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
         SSESpecification={"Enabled": spec.aws_managed_key},
         DeletionProtectionEnabled=spec.deletion_protection,
+        # The memory table's change stream, which the events function reads.
+        **_stream(spec),
     )
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     dynamodb.update_time_to_live(
@@ -116,6 +156,34 @@ def _create_table(dynamodb: Any, spec: TableSpec) -> None:
     dynamodb.update_continuous_backups(
         TableName=name,
         PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": spec.point_in_time_recovery},
+    )
+
+
+def _stream(spec: TableSpec) -> dict[str, Any]:
+    if spec.stream_view_type is None:
+        return {}
+    return {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": spec.stream_view_type}}
+
+
+def _create_standard_queue(sqs: Any, name: str, retention_s: int) -> tuple[str, str]:
+    """A standard queue (EventBridge and Lambda's on-failure destinations send to no FIFO one here)."""
+    attributes = {"MessageRetentionPeriod": str(retention_s), "SqsManagedSseEnabled": "true"}
+    url = str(sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return url, str(arn)
+
+
+def _create_event_bus(events: Any, bus_name: str, queue_arn: str) -> None:
+    """The deployment's bus, and a rule sending every event of the service to the queue."""
+    events.create_event_bus(Name=bus_name)
+    events.put_rule(
+        Name=EVENTS_RULE,
+        EventBusName=bus_name,
+        EventPattern=json.dumps({"source": [EVENT_SOURCE]}),
+        Description="Every change event of the service, to the queue `hippocampus events` follows.",
+    )
+    events.put_targets(
+        Rule=EVENTS_RULE, EventBusName=bus_name, Targets=[{"Id": "events-queue", "Arn": queue_arn}]
     )
 
 

@@ -41,6 +41,7 @@ NOT_FROM_THE_DEPLOYMENT = frozenset(
         "MEMORY_BUCKET_NAME",
         "MEMORY_QUEUE_URL",
         "MEMORY_DLQ_URL",
+        "MEMORY_EVENT_BUS_NAME",
     }
 )
 

@@ -12,7 +12,7 @@ from local_stack.aws import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, Resour
 from local_stack.paths import DEFAULT_REGION
 
 # boto3's per-service endpoint variables, for every service the functions reach on moto.
-MOTO_SERVICES = ("DYNAMODB", "S3", "SQS", "SECRETS_MANAGER")
+MOTO_SERVICES = ("DYNAMODB", "DYNAMODB_STREAMS", "S3", "SQS", "SECRETS_MANAGER", "EVENTBRIDGE")
 # Credentials and profiles that must not leak into requests to moto (a session token of real
 # credentials, a profile that sets another endpoint or region).
 CREDENTIAL_VARIABLES = (
@@ -76,6 +76,7 @@ def runtime_environment(
             "MEMORY_BUCKET_NAME": resources.bucket_name,
             "MEMORY_QUEUE_URL": resources.queue_url,
             "MEMORY_DLQ_URL": resources.dlq_url,
+            "MEMORY_EVENT_BUS_NAME": resources.event_bus_name,
             # No instance metadata service on a workstation: do not wait for one.
             "AWS_EC2_METADATA_DISABLED": "true",
         }

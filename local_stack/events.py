@@ -1,7 +1,8 @@
-"""The events Lambda hands the functions: API Gateway REST proxy events, SQS records, schedules.
+"""The events Lambda hands the functions: API Gateway REST proxy events, SQS records, DynamoDB
+stream records, schedules.
 
-One builder of each, used by the local stack (`apigateway.py`, `event_source.py`) and by the
-tests that call handlers in-process (tests/support/lambda_harness.py), so both send the
+One builder of each, used by the local stack (`apigateway.py`, `event_source.py`,
+`stream_source.py`) and by the tests that call handlers in-process (tests/support/lambda_harness.py), so both send the
 functions what AWS sends them. Routing comes from `hippocampus.contracts.routes`, the API's
 one route table and path-template matcher.
 """
@@ -11,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from email.utils import formatdate
 from typing import Any, NamedTuple
 
@@ -204,6 +206,28 @@ def _message_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
 def _b64(data: bytes | str) -> str:
     raw = data if isinstance(data, bytes) else data.encode()
     return base64.b64encode(raw).decode("ascii")
+
+
+def dynamodb_stream_record(record: Mapping[str, Any], stream_arn: str, region: str) -> dict[str, Any]:
+    """The record Lambda builds from one record of `GetRecords` (as boto3 parses it): its values in
+    JSON (binary attributes in base64, `ApproximateCreationDateTime` in epoch seconds), the region,
+    and the stream's ARN as `eventSourceARN`."""
+    converted: dict[str, Any] = _json_values(record)
+    converted["awsRegion"] = region
+    converted["eventSourceARN"] = stream_arn
+    return converted
+
+
+def _json_values(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _json_values(entry) for key, entry in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_values(entry) for entry in value]
+    if isinstance(value, bytes | bytearray):
+        return _b64(bytes(value))
+    if isinstance(value, datetime):
+        return int(value.timestamp())
+    return value
 
 
 def scheduled_event(region: str, rule: str = "DeadLetterPass") -> dict[str, Any]:

@@ -6,7 +6,8 @@ method, each on its own thread, with one access log line per request. At most
 `MAX_IN_FLIGHT` requests are served at once; one more is answered 429 at once (the envelope of
 API Gateway's THROTTLED), so a burst costs threads and memory bounded by that, not by its size.
 `POST /2015-03-31/functions/{name}/invocations` goes to Lambda's Invoke API instead
-(`lambda_invoke.py`), which answers those refusals in Lambda's error shape; `/ui/` serves the
+(`lambda_invoke.py`), which answers those refusals in Lambda's error shape; a request of SQS's
+JSON protocol (`X-Amz-Target: AmazonSQS.*`) goes to moto (`sqs_proxy.py`); `/ui/` serves the
 memory browser's page (`hippocampus_client.ui_files`). What `http.server`
 refuses itself (a request line over 64 KiB: 414; a header line over 64 KiB or over 100 headers:
 431; a malformed request line: 400) is answered in the envelope too, never as its HTML page.
@@ -23,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hippocampus_client import ui_files
-from local_stack import lambda_invoke
+from local_stack import lambda_invoke, sqs_proxy
 from local_stack.apigateway import (
     ApiGateway,
     HttpRequest,
@@ -68,6 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     gateway: ApiGateway  # set on the subclass built by `ApiServer`
     invoke_api: lambda_invoke.LambdaInvokeApi | None  # likewise; None: API Gateway only
+    sqs: sqs_proxy.SqsProxy | None  # likewise; None: no SQS on this port
     in_flight: threading.BoundedSemaphore  # likewise, shared by the server's threads
 
     def _serve(self) -> None:
@@ -161,6 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         if self.invoke_api is not None and self._invoking():
             return self.invoke_api.handle(request)
+        if self.sqs is not None and sqs_proxy.serves(request.method, request.headers):
+            return self.sqs.handle(request)
         path = urlsplit(self.path).path
         if ui_files.serves(path):  # the memory browser's page, on the API's origin
             page = ui_files.answer(self.command, path)
@@ -243,7 +247,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class ApiServer:
-    """A threading HTTP server on loopback serving the API Gateway emulation (and Lambda's Invoke API)."""
+    """A threading HTTP server on loopback serving the API Gateway emulation (and Lambda's Invoke API,
+    and SQS's API forwarded to moto)."""
 
     def __init__(
         self,
@@ -251,10 +256,12 @@ class ApiServer:
         host: str,
         port: int,
         invoke_api: lambda_invoke.LambdaInvokeApi | None = None,
+        sqs: sqs_proxy.SqsProxy | None = None,
     ) -> None:
         attributes = {
             "gateway": gateway,
             "invoke_api": invoke_api,
+            "sqs": sqs,
             "in_flight": threading.BoundedSemaphore(MAX_IN_FLIGHT),
         }
         handler = type("ApiHandler", (_Handler,), attributes)

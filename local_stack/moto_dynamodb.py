@@ -7,9 +7,13 @@ moto 5.2 has two costs that are O(table size) per request, which made the local 
 - a table query sorts every item of the table before keeping the partition's.
 
 Since `SerializedDynamoDB` runs one DynamoDB request at a time, a transaction's rollback needs only
-the items it targets: they are snapshotted before it runs and put back if it fails. A query on the
-table's own key looks at its partition only. Both keep moto's answers as they were;
-tests/integration/test_local_moto.py shows moto still needs them.
+the items it targets: they are snapshotted before it runs and put back if it fails. The stream records
+its writes added (moto applies each write, then checks the next one's condition) are taken back with
+them: a stream holds only committed changes (docs/architecture.md "Events"). moto's rollback put back
+a copy of the whole table, stream shard included, which left a reader's shard iterator on a shard no
+longer written to; the table now stays the same object. A query on the table's own key looks at its
+partition only. All keep moto's answers as they were; tests/integration/test_local_moto.py shows moto
+still needs them.
 """
 
 import copy
@@ -80,17 +84,25 @@ def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | Non
         partition[range_value] = item
 
 
+def _stream_lengths(targets: list[_Target]) -> list[tuple[Any, int]]:
+    """The stream shard of each table the transaction writes, with the number of records it holds."""
+    shards = {id(table.stream_shard): table.stream_shard for table, _, _ in targets if table.stream_shard}
+    return [(shard, len(shard.items)) for shard in shards.values()]
+
+
 def _item_rollback(original: Callable[..., None]) -> Callable[..., None]:
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        snapshot = [
-            (target, copy.deepcopy(stored_item(*target))) for target in _targets(self, transact_items)
-        ]
+        targets = _targets(self, transact_items)
+        snapshot = [(target, copy.deepcopy(stored_item(*target))) for target in targets]
+        streams = _stream_lengths(targets)
         try:
             original(self, transact_items)
         except BaseException:
             # Newest first: an item named twice (moto then refuses the transaction) gets its first state.
             for (table, hash_value, range_value), item in reversed(snapshot):
                 _restore(table, hash_value, range_value, item)
+            for shard, length in streams:
+                del shard.items[length:]  # no stream record of what did not commit
             raise
 
     return transact_write_items

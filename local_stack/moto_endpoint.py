@@ -1,15 +1,17 @@
 """moto's server on loopback: the AWS endpoint of the local stack.
 
-moto plays DynamoDB, S3, SQS and Secrets Manager in memory. Its DynamoDB handles one request at a
-time here (`SerializedDynamoDB`): moto's tables are plain dicts without locks, so under concurrent
-requests a conditional write could pass against a state another request is changing, a failed
-transaction's rollback could restore a copy taken before another request's acknowledged write,
-and a copy could fail half-way ("dictionary changed size during iteration", a 500). DynamoDB itself
-applies each conditional write atomically; one lock gives moto the same. The other promises the
+moto plays DynamoDB (and its streams), S3, SQS, EventBridge and Secrets Manager in memory. Its
+DynamoDB handles one request at a time here (`SerializedDynamoDB`): moto's tables are plain dicts
+without locks, so under concurrent requests a conditional write could pass against a state another
+request is changing, a failed transaction's rollback could restore a copy taken before another
+request's acknowledged write, and a copy could fail half-way ("dictionary changed size during
+iteration", a 500). DynamoDB itself applies each conditional write atomically; one lock gives moto
+the same. A stream read takes the same lock: it never sees the record of a write whose transaction
+is about to be rolled back. The other promises the
 service relies on, and a cost per request that stays flat, come from fixes of moto's internals,
 one module each (docs/architecture.md "Local stack"): `moto_fifo.py`, `moto_dispatch.py`,
 `moto_dynamodb.py`, `moto_attribute_values.py`, `moto_conditions.py`, `moto_item_size.py`,
-`moto_sqs.py` (its lock), `moto_sqs_counts.py`.
+`moto_streams.py`, `moto_sqs.py` (its lock), `moto_sqs_counts.py`.
 With a data directory, what moto changes is journaled before moto answers and replayed at the
 next start (`durable.py`, `moto_state.py`, docs/operations.md "Local stack"); without one, it lives
 in memory only.
@@ -44,6 +46,7 @@ from local_stack.moto_dynamodb import fix_moto_dynamodb_costs
 from local_stack.moto_fifo import fix_moto_fifo_ordering
 from local_stack.moto_item_size import fix_moto_item_size
 from local_stack.moto_sqs_counts import fix_moto_sqs_counts
+from local_stack.moto_streams import fix_moto_stream_memory
 from local_stack.paths import LOOPBACK
 
 
@@ -54,8 +57,9 @@ def free_port() -> int:
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-# The JSON protocol of DynamoDB names the operation in this header (`DynamoDB_20120810.PutItem`).
-_DYNAMODB_TARGET = "DynamoDB_"
+# The JSON protocol of DynamoDB names the operation in this header (`DynamoDB_20120810.PutItem`), as
+# its streams' does (`DynamoDBStreams_20120810.GetRecords`).
+_DYNAMODB_TARGETS = ("DynamoDB_", "DynamoDBStreams_")
 # Threads answering at once: far more than the functions' environments and the event source's long
 # polls together (tens); an idle thread costs only its stack.
 _SERVER_THREADS = 64
@@ -64,14 +68,15 @@ _CONNECTION_LIMIT = 1000
 
 
 class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB requests run one at a time; S3, SQS (long polls) and the rest do not wait."""
+    """WSGI middleware: DynamoDB (and stream) requests run one at a time; S3, SQS (long polls) and the
+    rest do not wait."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_DYNAMODB_TARGET):
+        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_DYNAMODB_TARGETS):
             return self._app(environ, start_response)
         with self._lock:
             # The body is produced inside the lock: moto builds its whole answer before returning it.
@@ -100,6 +105,7 @@ class MotoEndpoint:
         fix_moto_attribute_values()
         fix_moto_condition_parsing()
         fix_moto_item_size()
+        fix_moto_stream_memory()
         fix_moto_sqs_counts()
         moto_state.install()  # the records of moto's changes, and moto_sqs.py's lock
         if self.state is not None:

@@ -9,6 +9,7 @@ put_object and delete_object (through `moto_patching.replace`: a start fails if 
 """
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from moto.dynamodb import models as dynamodb_models
@@ -151,16 +152,36 @@ def _apply_object(record: Record) -> bool:
     return True
 
 
+@contextmanager
+def _no_stream_records() -> Iterator[None]:
+    """Putting the state back changes nothing: no table's stream records it (the events poller reads
+    every stream from its start, and would publish the whole state again; local_stack/stream_source.py)."""
+    shards = [
+        (table, table.stream_shard)
+        for _, _, backend in backends(dynamodb_models.dynamodb_backends)
+        for table in list(backend.tables.values())
+    ]
+    for table, _ in shards:
+        table.stream_shard = None
+    try:
+        yield
+    finally:
+        for table, shard in shards:
+            table.stream_shard = shard
+
+
 def replay(stream: Iterable[Record]) -> int:
-    """Apply records in their order (SQS's in any order); how many were dropped, their resource gone."""
+    """Apply records in their order (SQS's in any order); how many were dropped, their resource gone.
+    Items are put back without a stream record."""
     dropped = 0
     messages = moto_sqs.SqsReplay()
-    for record in stream:
-        service = record.get("s")
-        if service == "sqs":
-            messages.add(record)
-        elif not (_apply_item(record) if service == "dynamodb" else _apply_object(record)):
-            dropped += 1
+    with _no_stream_records():
+        for record in stream:
+            service = record.get("s")
+            if service == "sqs":
+                messages.add(record)
+            elif not (_apply_item(record) if service == "dynamodb" else _apply_object(record)):
+                dropped += 1
     return dropped + messages.place()
 
 

@@ -1,5 +1,6 @@
-"""Start and stop the whole local stack: moto, the functions, API Gateway, the event source."""
+"""Start and stop the whole local stack: moto, the functions, API Gateway, the event sources."""
 
+import json
 import logging
 import os
 import time
@@ -23,11 +24,14 @@ from local_stack.moto_endpoint import MotoEndpoint
 from local_stack.paths import FUNCTIONS_DIR, LOOPBACK
 from local_stack.runtime import THROTTLE_WAIT_S, LocalFunction, LocalFunctionSpec
 from local_stack.schedule import DEAD_LETTER_PASS_LOCAL_S, Schedule
+from local_stack.sqs_proxy import SqsProxy
+from local_stack.stream_source import STOP_DRAIN_S, StreamEventSource, event_item
 
 log = logging.getLogger("local_stack")
 
-FUNCTIONS = ("get_memory", "ingest", "recall", "condenser")
+FUNCTIONS = ("get_memory", "ingest", "recall", "condenser", "events")
 QUEUE_CONSUMER = "condenser"
+STREAM_CONSUMER = "events"  # the table's stream to the bus
 
 
 @dataclass
@@ -59,6 +63,7 @@ class LocalStack:
         self._api: ApiServer | None = None
         self.invoke_api: LambdaInvokeApi | None = None
         self._event_source: SqsEventSource | None = None
+        self._stream_source: StreamEventSource | None = None
         self._schedule: Schedule | None = None
         # What API Gateway and the Invoke API are serving, which the condenser's batches let go first.
         self.foreground = Foreground()
@@ -81,7 +86,9 @@ class LocalStack:
         # port serves Lambda's Invoke API over `self.functions`, filled before it serves anything.
         self.invoke_api = LambdaInvokeApi(self.functions, region)
         gateway = ApiGateway(self._invoke_http, self.options.stage)
-        self._api = ApiServer(gateway, LOOPBACK, self.options.port, self.invoke_api)
+        # SQS's API too, forwarded to moto: the CLI follows the events queue on this port.
+        sqs = SqsProxy(lambda: self.moto.url, region)
+        self._api = ApiServer(gateway, LOOPBACK, self.options.port, self.invoke_api, sqs)
         try:
             self._start(user_env, deployment, region)
         except BaseException:
@@ -128,7 +135,7 @@ class LocalStack:
                 spec,
                 self.options.concurrency,
                 self.options.throttle_wait_s,
-                foreground=None if name == QUEUE_CONSUMER else self.foreground,
+                foreground=None if name in (QUEUE_CONSUMER, STREAM_CONSUMER) else self.foreground,
             )
         # One environment of each function now, in parallel: a broken handler fails at start-up with
         # its traceback, and the first requests find warm environments.
@@ -158,6 +165,22 @@ class LocalStack:
             foreground=self.foreground,
         )
         self._event_source.start()
+        # From the stream's start: the restored state was put back without stream records.
+        sqs = aws_client("sqs", endpoint, region)
+        events_dlq_url = self.resources.events_dlq_url
+        self._stream_source = StreamEventSource(
+            aws_client("dynamodb", endpoint, region),
+            aws_client("dynamodbstreams", endpoint, region),
+            table_name=self.resources.table_name,
+            region=region,
+            invoke=self.functions[STREAM_CONSUMER].invoke,
+            wanted=event_item,
+            dead_letter=lambda failed: sqs.send_message(
+                QueueUrl=events_dlq_url, MessageBody=json.dumps(failed)
+            ),
+            function_arn=self.functions[STREAM_CONSUMER].arn,
+        )
+        self._stream_source.start()
         self._schedule = Schedule(self.functions["condenser"].invoke, region, self.options.dead_letter_pass_s)
         self._schedule.start()
         assert self._api is not None
@@ -169,8 +192,11 @@ class LocalStack:
     def stop(self) -> None:
         """Stop accepting requests and batches, stop the functions (busy ones after a short grace), stop moto.
 
-        Nothing is drained: with a data directory, everything moto acknowledged is on disk already and
-        a message still in flight is delivered again at the next start; in memory, it all goes.
+        Nothing is drained but the table's stream: with a data directory, everything moto acknowledged
+        is on disk already and a message still in flight is delivered again at the next start; in
+        memory, it all goes. The stream is kept in memory only, so once the other functions stopped
+        writing, what it holds is handed to the events function (`STOP_DRAIN_S` at most) before that
+        function stops (docs/operations.md "Local stack").
         """
         if self._api is not None:
             self._api.stop()
@@ -182,9 +208,17 @@ class LocalStack:
             self._schedule = None
         if self._event_source is not None:
             self._event_source.stop_polling()
-        for function in self.functions.values():
-            function.stop()
+        for name, function in self.functions.items():
+            if name != STREAM_CONSUMER:
+                function.stop()
         if self._event_source is not None:
             self._event_source.wait()
             self._event_source = None
+        if self._stream_source is not None:
+            self._stream_source.stop(drain_s=STOP_DRAIN_S)
+        if STREAM_CONSUMER in self.functions:
+            self.functions[STREAM_CONSUMER].stop()
+        if self._stream_source is not None:
+            self._stream_source.wait()
+            self._stream_source = None
         self.moto.stop()

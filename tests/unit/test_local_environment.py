@@ -8,7 +8,8 @@ from local_stack.aws import DUMMY_ACCESS_KEY_ID, Resources
 from local_stack.environment import aws_region, runtime_environment
 
 MOTO = "http://127.0.0.1:5999"
-RESOURCES = Resources("eu-west-1", "table", "bucket", "queue-url", "queue-arn", "dlq-url", "dlq-arn")
+RESOURCES_FIELDS = ("eu-west-1", "table", "bucket", "queue-url", "queue-arn", "dlq-url", "dlq-arn")
+RESOURCES = Resources(*RESOURCES_FIELDS)
 USER = {"AWS_ACCESS_KEY_ID": "AKIAREAL", "AWS_REGION": "eu-west-1"}
 
 
@@ -27,3 +28,12 @@ def test_comprehend_and_bedrock_are_reached_for_real_with_the_users_credentials(
     assert runtime.set["AWS_ENDPOINT_URL_DYNAMODB"] == MOTO  # the stores stay on moto
     assert "AWS_ACCESS_KEY_ID" not in runtime.set  # the user's own are kept
     assert aws_region(user) == "eu-west-1"
+
+
+def test_the_events_function_is_told_the_bus_and_reaches_streams_and_eventbridge_on_moto():
+    resources = Resources(*RESOURCES_FIELDS, event_bus_name="hippocampus-dev")
+    for user in (USER, {**USER, "MEMORY_LLM_PROVIDER": "bedrock"}):  # with Bedrock too: only it is AWS's
+        runtime = runtime_environment(user, resources, MOTO, {"MEMORY_EVENT_BUS_NAME": ""})
+        assert runtime.set["MEMORY_EVENT_BUS_NAME"] == "hippocampus-dev"
+        assert runtime.set["AWS_ENDPOINT_URL_EVENTBRIDGE"] == MOTO
+        assert runtime.set["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] == MOTO

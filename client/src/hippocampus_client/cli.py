@@ -5,7 +5,8 @@
 Global options go before the command or after it (cli_options.py). Every id is checked before
 any request (a usage error, exit code 2). Every command uses the client in strict mode, so an
 error of the API or of the connection is one line on stderr naming its code, and exit code 1.
-`backfill` (cli_backfill.py) and `redrive` (cli_redrive.py) live in their own modules.
+`backfill` (cli_backfill.py), `redrive` (cli_redrive.py) and `events` (cli_events.py) live in their
+own modules.
 """
 
 from pathlib import Path
@@ -17,6 +18,7 @@ from ._version import __version__
 from .base import QueryOptions, ResultKind
 from .cli_add import add, known_jobs, wait_and_report
 from .cli_backfill import backfill
+from .cli_events import events
 from .cli_options import ID, TIMESTAMP, accept_global_options, global_options
 from .cli_output import count, emit_json, indented, job_line, note, record_line, required, usage_line
 from .cli_redrive import redrive
@@ -38,7 +40,8 @@ def cli(
     region: str | None,
     timeout: float,
 ) -> None:
-    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, usage, browse.
+    """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, usage,
+    browse, follow the change events.
 
     Global options go before the command, or after it (client/README.md "CLI"):
 
@@ -55,6 +58,7 @@ def cli(
 
 cli.add_command(add)
 cli.add_command(backfill)
+cli.add_command(events)
 cli.add_command(redrive)
 cli.add_command(ui)
 

@@ -19,6 +19,8 @@ from .sync_client import MemoryClient
 
 LOCAL_ENDPOINT = "http://127.0.0.1:3000"  # `make dev` (README.md "Try it locally")
 LOCAL_CONDENSER = "hippocampus-dev-condenser"  # its deployed name, served by the local Invoke API
+# The queue the local stack's rule sends every change event to, on its port's SQS API.
+LOCAL_EVENTS_QUEUE = "hippocampus-dev-events"
 # The client's own retries of 429/503 (docs/api.md "Errors"); a person can wait longer than an app.
 CLI_MAX_RETRIES = 4
 
