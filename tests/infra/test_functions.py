@@ -107,7 +107,7 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
             "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline embeddings: no secret
             "MEMORY_MAX_EPISODES": Match.absent(),  # the condenser keeps the archive capped
         },
-        # The stream's records and the bus: no table, bucket, queue or model (test_events.py).
+        # The stream's records and the bus: no table, bucket, queue or model (test_events_stack.py).
         "events": {
             **no_embeddings,
             "MEMORY_TABLE_NAME": Match.absent(),
@@ -182,7 +182,7 @@ def test_no_wildcard_actions_and_resource_star_only_for_xray_and_listing_streams
         actions = as_list(statement["Action"])
         assert not [a for a in actions if "*" in a], statement
         if "*" in as_list(statement.get("Resource", [])):
-            # Neither supports resource-level permissions; ListStreams is the events role's (test_events.py).
+            # Neither supports resource-level permissions; ListStreams is the events role's (test_events_stack.py).
             xray = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
             assert set(actions) <= xray or actions == ["dynamodb:ListStreams"], statement
 

@@ -169,7 +169,7 @@ def test_ingest_queue_is_high_throughput_fifo_with_a_fifo_dlq(default_synth: Syn
 def test_queues_refuse_plain_http(default_synth: Synth) -> None:
     default_synth.template.resource_properties_count_is(
         "AWS::SQS::QueuePolicy", {"PolicyDocument": {"Statement": [Match.object_like(TLS_ONLY)]}}, 3
-    )  # the ingest queue, its DLQ, the events DLQ (test_events.py)
+    )  # the ingest queue, its DLQ, the events DLQ (test_events_stack.py)
 
 
 def test_a_message_is_not_redelivered_while_the_condenser_may_still_run(default_synth: Synth) -> None:

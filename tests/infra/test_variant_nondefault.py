@@ -91,7 +91,7 @@ def test_functions_and_layers_are_x86_64_untraced_with_a_memory_ttl(synth: Synth
         )
     template.all_resources_properties("AWS::Lambda::LayerVersion", {"CompatibleArchitectures": ["x86_64"]})
     # Without tracing, no statement needs Resource "*" but the events role's dynamodb:ListStreams (which
-    # supports no resource-level permissions; test_events.py).
+    # supports no resource-level permissions; test_events_stack.py).
     star = [s for s in statements(synth) if s["Effect"] == "Allow" and "*" in as_list(s["Resource"])]
     assert [as_list(s["Action"]) for s in star] == [["dynamodb:ListStreams"]]
 
