@@ -143,6 +143,7 @@ def per_turn(measured: Measured) -> cost.PerTurn:
         lambda_gb_seconds=sum(ms / 1000 * mb / 1024 for _, ms, mb in functions.values()) / n,
         log_bytes=measured.log_bytes / n,
         traces=(measured.tally.api_requests + functions["condenser"][0]) / n,
+        events_published=reading.requests["events:request"] / n,  # one PutEvents a change
     )
 
 
@@ -221,6 +222,7 @@ def print_per_turn(measured: Measured, turn: cost.PerTurn) -> None:
         ),
         ("log bytes", turn.log_bytes, "the functions' JSON lines, EMF metrics included"),
         ("X-Ray traces", turn.traces, "API requests + condenser invocations (upper bound)"),
+        ("EventBridge events", turn.events_published, "PutEvents by the events function, one a change"),
     ):
         print(f"  {label:<22}{value:>10.2f}  {detail}".rstrip())
 

@@ -161,8 +161,13 @@ class AwsRequestMeter:
             # S3 is told apart by method and path: its bodies are not needed (nor read).
             self._add(requests={f"{service}:{_s3_operation(environ) if service == 's3' else 'request'}": 1})
             return app(environ, start_response)
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ".unknown"))
+        operation = target.rsplit(".", 1)[-1]
+        if target.startswith("DynamoDBStreams"):
+            # The stream's reads by the events function's trigger: free in AWS (DynamoDB pricing).
+            self._add(requests={f"dynamodbstreams:{operation}": 1})
+            return app(environ, start_response)
         request = _take_body(environ)
-        operation = str(environ.get("HTTP_X_AMZ_TARGET", ".unknown")).rsplit(".", 1)[-1]
         if service == "dynamodb":
             return [
                 self._dynamodb(

@@ -49,6 +49,9 @@ class Prices:
     s3_storage_gb_month: float = 0.023
     # https://aws.amazon.com/sqs/pricing/ — FIFO requests, each 64 KB chunk of payload one request (as of 2026-12)
     sqs_fifo_per_million: float = 0.50
+    # https://aws.amazon.com/eventbridge/pricing/ — custom events put on a bus, each 64 KB chunk one event
+    # (as of 2026-12); the stream's reads by Lambda's trigger are free (DynamoDB pricing)
+    eventbridge_per_million_events: float = 1.00
     # https://aws.amazon.com/cloudwatch/pricing/ — Logs ingestion, Standard log class, per GB (as of 2026-12)
     logs_ingestion_per_gb: float = 0.50
     # https://aws.amazon.com/xray/pricing/ — traces recorded, per million (as of 2026-12)
@@ -87,6 +90,7 @@ class PerTurn:
     lambda_gb_seconds: float
     log_bytes: float
     traces: float
+    events_published: float  # change events put on the bus (each well under 64 KB)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ def infrastructure_costs(turn: PerTurn, usage: Usage, prices: Prices = PRICES) -
         "DynamoDB on demand": n * dynamodb_requests / MILLION + usage.dynamodb_bytes / GB * dynamodb_storage,
         "S3 Standard": n * s3_requests / THOUSAND + usage.s3_bytes / GB * prices.s3_storage_gb_month,
         "SQS FIFO": n * turn.sqs_requests * prices.sqs_fifo_per_million / MILLION,
+        "EventBridge": n * turn.events_published * prices.eventbridge_per_million_events / MILLION,
         "CloudWatch Logs": n * turn.log_bytes / GB * prices.logs_ingestion_per_gb,
         "X-Ray": n * turn.traces * prices.xray_per_million_traces / MILLION,
     }

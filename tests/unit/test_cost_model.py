@@ -30,6 +30,7 @@ TURN = PerTurn(
     lambda_gb_seconds=0.7,
     log_bytes=2_400.0,
     traces=3.0,
+    events_published=3.0,
 )
 
 
