@@ -2,10 +2,14 @@
 from an item holds a value it carried, a query still finds it, and forgetting the user erases its
 placeholders (docs/architecture.md "PII masking")."""
 
+from types import SimpleNamespace
+
 import boto3
 import pytest
 
 from hippocampus import wiring
+from hippocampus.adapters import aws_clients
+from hippocampus.adapters.s3 import S3Archive
 from tests.support.lambda_harness import Service
 
 USER = "/v1/tenants/acme/users/alice/memory"
@@ -96,3 +100,22 @@ def test_forgetting_the_user_erases_its_placeholders_and_counts_them(service, aw
     service.drain()
     texts = [episode["text"] for episode in service.call("GET", f"{USER}/episodes").body["episodes"]]
     assert texts == ["New phone [PHONE_1], new mail [EMAIL_1]."]
+
+
+def test_a_payload_erased_by_a_delete_while_it_is_rewritten_stays_erased(aws):
+    """The rewrite writes back only the object it read: a delete's sweep in between wins."""
+    archive = S3Archive(aws.bucket_name, lambda: aws_clients.client("s3"))
+    key = archive.put_raw("acme", "alice", 0, "r1", {"items": [{"text": "a"}, {"text": "b"}]})
+    s3 = boto3.client("s3")
+    real_get = s3.get_object
+
+    def get_then_sweep(**request):
+        answer = real_get(**request)
+        s3.delete_object(Bucket=aws.bucket_name, Key=key)  # the user's delete, right after the read
+        return answer
+
+    client = SimpleNamespace(
+        get_object=get_then_sweep, put_object=s3.put_object, delete_object=s3.delete_object
+    )
+    assert S3Archive(aws.bucket_name, lambda: client).forget_raw_item(key, 0) == "absent"
+    assert "Contents" not in s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/")

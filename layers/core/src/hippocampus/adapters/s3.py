@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from itertools import batched
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -52,6 +52,10 @@ def _history_key(tenant_id: str, user_id: str, generation: int, version: int) ->
     return f"{_history_prefix(tenant_id, user_id, generation)}{_VERSION_CEILING - version:012d}.json"
 
 
+# Reads of a raw payload a rewrite makes before it gives up to a writer that keeps changing it.
+REWRITE_ATTEMPTS: Final = 3
+
+
 class S3Archive:
     def __init__(
         self, bucket: str, client: Callable[[], Any], clock: Callable[[], float] = time.time
@@ -80,22 +84,37 @@ class S3Archive:
         self._rewrite_raw(key, places)
 
     def _rewrite_raw(self, key: str, places: Mapping[int, Mapping[str, Any] | None]) -> RawForgotten:
-        payload = self._get_json(key)
-        items = payload.get("items") if payload else None
-        present = isinstance(items, list) and any(
-            index < len(items) and items[index] is not None for index in places
-        )
-        if not present:
-            return "absent"
-        assert payload is not None and isinstance(items, list)
-        for index, item in places.items():  # the others keep their places: their messages point at them
-            if index < len(items) and items[index] is not None:
-                items[index] = item
-        if any(item is not None for item in items):
-            self._put_json(key, {**payload, "items": items})
+        """Read, change and write back only if the object is still the one read (`IfMatch`): a
+        delete's sweep in between stays a deletion, and a concurrent rewrite is read again."""
+        for _ in range(REWRITE_ATTEMPTS):
+            read = self._get_json_and_etag(key)
+            if read is None:
+                return "absent"
+            payload, etag = read
+            items = payload.get("items")
+            if not isinstance(items, list) or not any(
+                index < len(items) and items[index] is not None for index in places
+            ):
+                return "absent"
+            for index, item in places.items():  # the others keep their places: their messages point at them
+                if index < len(items) and items[index] is not None:
+                    items[index] = item
+            if not any(item is not None for item in items):
+                self.delete_raw(key)
+                return "deleted"
+            try:
+                self._put_json(key, {**payload, "items": items}, if_match=etag)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code")
+                if code in {"NoSuchKey", "404"}:
+                    return "absent"  # erased meanwhile (a delete of the user): it stays erased
+                if code != "PreconditionFailed":
+                    raise
+                continue  # changed meanwhile: read it again
             return "blanked"
-        self.delete_raw(key)
-        return "deleted"
+        raise DependencyUnavailable(
+            f"the payload kept changing while it was rewritten ({REWRITE_ATTEMPTS} reads)"
+        )
 
     def put_history(self, tenant_id: str, user_id: str, generation: int, entry: HistoryVersion) -> None:
         self._put_json(
@@ -162,20 +181,25 @@ class S3Archive:
         raw_objects, history_objects = erased
         return ArchiveErasure(raw_objects=raw_objects, history_objects=history_objects)
 
-    def _put_json(self, key: str, payload: Mapping[str, Any]) -> None:
+    def _put_json(self, key: str, payload: Mapping[str, Any], if_match: str | None = None) -> None:
         self._client().put_object(
             Bucket=self._bucket,
             Key=key,
             Body=json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(),
             ContentType="application/json",
+            **({"IfMatch": if_match} if if_match else {}),
         )
 
     def _get_json(self, key: str) -> dict[str, Any] | None:
+        read = self._get_json_and_etag(key)
+        return read[0] if read else None
+
+    def _get_json_and_etag(self, key: str) -> tuple[dict[str, Any], str] | None:
         try:
-            body = self._client().get_object(Bucket=self._bucket, Key=key)["Body"].read()
+            answer = self._client().get_object(Bucket=self._bucket, Key=key)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
                 return None
             raise
-        payload: dict[str, Any] = json.loads(body)
-        return payload
+        payload: dict[str, Any] = json.loads(answer["Body"].read())
+        return payload, str(answer["ETag"])
