@@ -25,7 +25,7 @@ from infra.event_schemas import schema_document, schema_name
 from infra.nag import acknowledge
 from infra.resources import event_bus_name
 
-EVENTS_DLQ_NAME: Final = "events-dlq"
+EVENTS_DLQ_NAME: Final = names.EVENTS_DLQ_NAME
 WEBHOOKS_DLQ_NAME: Final = "webhooks-dlq"
 # A webhook's delivery is retried for up to a day (EventBridge's own ceiling), then dead-lettered.
 WEBHOOK_RETRY_ATTEMPTS: Final = 185

@@ -30,17 +30,13 @@ from infra.storage import Storage, removal_policy
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13
 HANDLER: Final = "handler.lambda_handler"
 
-# The events function's stream (docs/architecture.md "Events"): batches of up to 100 records, oldest first;
-# a failing batch is split and retried, a bounded number of times (a stream keeps a record 24 hours),
-# then its place in the stream goes to the events DLQ.
-EVENTS_BATCH_SIZE: Final = 100
-EVENTS_RETRY_ATTEMPTS: Final = 10
+# The events function's stream (docs/architecture.md "Events"): its batch size, retries and filter are
+# contracts/names.py's, which the local stack plays too; a stream keeps a record 24 hours.
+EVENTS_BATCH_SIZE: Final = schema.EVENTS_BATCH_SIZE
+EVENTS_RETRY_ATTEMPTS: Final = schema.EVENTS_RETRY_ATTEMPTS
 EVENTS_MAX_RECORD_AGE: Final = cdk.Duration.hours(24)
-# The sort keys of the items whose changes are events (adapters/dynamodb_table.py, dynamodb_receipts.py):
-# a user's memory, a job, a deletion receipt, and (by prefix) a record. Lambda drops every other
-# record of the stream (facts, episodes, indexes, usage, ...) before the function is invoked.
-EVENT_SORT_KEYS: Final = ("MEMORY", "JOB", "RECEIPT")
-EVENT_SORT_KEY_PREFIXES: Final = ("RECORD#",)
+EVENT_SORT_KEYS: Final = schema.EVENT_SORT_KEYS
+EVENT_SORT_KEY_PREFIXES: Final = schema.EVENT_SORT_KEY_PREFIXES
 
 # The functions a user waits on at a cold start, which `snapstart` starts from a snapshot
 # (docs/configuration.md); their handlers prime what the snapshot holds (functions/*/handler.py).

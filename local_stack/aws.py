@@ -34,8 +34,8 @@ _DAY_S = 86_400
 EVENTS_RULE = "every-event-to-the-events-queue"
 EVENTS_QUEUE_BASE_NAME = "events"
 EVENTS_QUEUE_RETENTION_S = 4 * _DAY_S
-# The deployed events DLQ (infra/events.py EVENTS_DLQ_NAME; that module needs the CDK, this one must not).
-EVENTS_DLQ_BASE_NAME = "events-dlq"
+# The deployed events DLQ (infra/events.py).
+EVENTS_DLQ_BASE_NAME = names.EVENTS_DLQ_NAME
 
 
 @dataclass(frozen=True)

@@ -37,17 +37,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from hippocampus.contracts import names
 from hippocampus.contracts.names import TABLE_SORT_KEY
 from local_stack.events import dynamodb_stream_record
 from local_stack.runtime import FunctionError
 
-# The deployed mapping's settings (infra/functions.py: EVENTS_BATCH_SIZE, EVENTS_RETRY_ATTEMPTS,
-# EVENT_SORT_KEYS, EVENT_SORT_KEY_PREFIXES; that module needs the CDK, this one must not, and
-# tests/integration/test_local_events.py checks they agree).
-BATCH_SIZE = 100
-RETRY_ATTEMPTS = 10
-EVENT_SORT_KEYS = ("MEMORY", "JOB", "RECEIPT")
-EVENT_SORT_KEY_PREFIXES = ("RECORD#",)
+# The deployed mapping's settings, shared with infra/functions.py.
+BATCH_SIZE = names.EVENTS_BATCH_SIZE
+RETRY_ATTEMPTS = names.EVENTS_RETRY_ATTEMPTS
+EVENT_SORT_KEYS = names.EVENT_SORT_KEYS
+EVENT_SORT_KEY_PREFIXES = names.EVENT_SORT_KEY_PREFIXES
 IDLE_WAIT_S = 0.5
 # Lambda retries a stream's batch at once; locally, pauses growing to 5 s: about 40 s in all.
 RETRY_DELAYS_S = tuple(min(0.5 * 2**attempt, 5.0) for attempt in range(RETRY_ATTEMPTS))

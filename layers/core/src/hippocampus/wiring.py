@@ -34,6 +34,7 @@ from hippocampus.settings import get_settings
 if TYPE_CHECKING:
     from hippocampus.adapters.dynamodb_budgets import DynamoDeferralStore, DynamoUsageStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.eventbridge import EventBridgePublisher
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.api.stream_batch import StreamHandler
@@ -419,21 +420,24 @@ def condenser_handler(model: "LanguageModel | None" = None) -> "CondenserHandler
     return condenser_function(lambda: service, reconciler, indexer, redrive, deferred_release)
 
 
+@once
+def event_publisher() -> "EventBridgePublisher":
+    from hippocampus.adapters.eventbridge import EventBridgePublisher
+
+    return EventBridgePublisher(
+        get_settings().require("event_bus_name"), lambda: aws_clients.client("events")
+    )
+
+
 def events_handler() -> "StreamHandler":
     """The events function: the table's change stream published on EventBridge (docs/architecture.md
     "Events"); a missing MEMORY_EVENT_BUS_NAME fails the cold start."""
     from hippocampus.adapters.dynamodb_stream import stored_change
-    from hippocampus.adapters.eventbridge import EventBridgePublisher
     from hippocampus.api.stream_batch import events_function
 
     settings = get_settings()
-    bus_name = settings.require("event_bus_name")
-
-    @lru_cache(maxsize=1)
-    def publisher() -> EventBridgePublisher:
-        return EventBridgePublisher(bus_name, lambda: aws_clients.client("events"))
-
-    return events_function(stored_change, publisher, settings.events_include_content)
+    settings.require("event_bus_name")
+    return events_function(stored_change, event_publisher, settings.events_include_content)
 
 
 def reset() -> None:

@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import batched
 from typing import Any, Final
 
@@ -124,14 +124,13 @@ class DynamoPlaceholderStore:
     ) -> dict[PiiValue, int]:
         """Number `new` after the last number of each kind, one transaction per chunk."""
         numbered: dict[PiiValue, int] = {}
-        counters = dict(user_key.counters)
-        stored = user_key.stored
+        previous = user_key  # the key item as the next transaction expects to find it
         for chunk in batched(new, _NEW_VALUES_PER_TRANSACTION):
+            counters = dict(previous.counters)
             given: dict[PiiValue, int] = {}
             for value in chunk:
                 counters[value.kind] = counters.get(value.kind, 0) + 1
                 given[value] = counters[value.kind]
-            previous = _UserKey(user_key.secret, user_key.generation, _before(counters, given), stored)
             self._table.transact(
                 [
                     generation_check(self._table.name, tenant_id, user_id, user_key.generation),
@@ -140,7 +139,7 @@ class DynamoPlaceholderStore:
                 ]
             )
             numbered |= given
-            stored = True
+            previous = replace(previous, counters=counters, stored=True)
         return numbered
 
     def _key_write(self, pk: str, previous: _UserKey, counters: dict[PiiKind, int]) -> dict[str, Any]:
@@ -201,11 +200,3 @@ class DynamoPlaceholderStore:
                 "ExpressionAttributeValues": values({":g": generation}),
             }
         }
-
-
-def _before(counters: dict[PiiKind, int], given: dict[PiiValue, int]) -> dict[PiiKind, int]:
-    """The counters as they were before `given` were numbered."""
-    before = dict(counters)
-    for value in given:
-        before[value.kind] -= 1
-    return {kind: number for kind, number in before.items() if number}

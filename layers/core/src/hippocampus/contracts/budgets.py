@@ -10,7 +10,7 @@ other tenant waits.
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Final, Protocol
 
 from pydantic import Field
@@ -28,6 +28,11 @@ RESEND_AFTER_S: Final = 900
 # How long a tenant's daily usage is kept (the usage route reads today's).
 USAGE_RETENTION_DAYS: Final = 35
 ANY_TENANT: Final = "*"
+
+
+def utc_day(moment: datetime) -> date:
+    """The UTC day a budget counts `moment` in."""
+    return moment.astimezone(UTC).date()
 
 
 def budget_exhausted() -> JobError:

@@ -46,6 +46,17 @@ INGEST_TIMEOUT_S: Final = 15
 RECALL_TIMEOUT_S: Final = 10
 # The events function: one PutEvents per change of a stream batch of at most 100 records.
 EVENTS_TIMEOUT_S: Final = 30
+# Its stream trigger, deployed (infra/functions.py) and played by the local stack
+# (local_stack/stream_source.py): batches of up to 100 records; a failing batch is split and retried
+# a bounded number of times, then its place in the stream goes to the events DLQ.
+EVENTS_BATCH_SIZE: Final = 100
+EVENTS_RETRY_ATTEMPTS: Final = 10
+EVENTS_DLQ_NAME: Final = "events-dlq"
+# The sort keys of the items whose changes are events (adapters/dynamodb_table.py, dynamodb_receipts.py):
+# a user's memory, a job, a deletion receipt, and (by prefix) a record. The trigger drops every other
+# record of the stream (facts, episodes, indexes, usage, ...) before the function is invoked.
+EVENT_SORT_KEYS: Final = ("MEMORY", "JOB", "RECEIPT")
+EVENT_SORT_KEY_PREFIXES: Final = ("RECORD#",)
 RECALL_EMBEDDING_TIMEOUT_S: Final = 3.0
 # A request writing facts tries again for this long at most when concurrent writers changed the
 # user's facts under it, so an ingest answers well within the client's 10 s write timeout

@@ -19,6 +19,7 @@ from hippocampus.contracts.budgets import (
     TokenBudgets,
     UsageStore,
     accepted_order,
+    utc_day,
 )
 from hippocampus.contracts.models import CondenseMessage
 from hippocampus.domain.clock import Clock, utc_now
@@ -68,13 +69,13 @@ class BudgetGate:
         budget = self._budgets.of(tenant_id)
         if budget is None:
             return False
-        return self._usage.usage(tenant_id, self._clock().date()).tokens >= budget
+        return self._usage.usage(tenant_id, utc_day(self._clock())).tokens >= budget
 
     def used(self, tenant_id: str, usage: DailyUsage) -> None:
         """Add one condensation's calls and tokens to the tenant's day (best effort: the call is
         made and its memory written; a lost count only lets the tenant spend a little more)."""
         try:
-            self._usage.add_usage(tenant_id, self._clock().date(), usage)
+            self._usage.add_usage(tenant_id, utc_day(self._clock()), usage)
         except Exception:
             logger.exception("could not count the tenant's token usage")
 

@@ -6,7 +6,7 @@ retention never hold the original again. Once its job is completed, an item's pl
 """
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,12 +71,8 @@ class ItemContents:
         what is left is masked, and the archive's lifecycle rule expires it)."""
         if self._masker is None:
             return
-        places: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
-        for item in items:
-            places[item.message.raw_key][item.message.raw_index] = None
         try:
-            for raw_key, blanks in places.items():
-                self._archive.replace_raw_items(raw_key, blanks)
+            self._replace(_by_payload((item.message, None) for item in items))
         except Exception:
             logger.exception("could not erase the payloads of condensed items")
 
@@ -85,15 +81,19 @@ class ItemContents:
         scope = UserScope(first.tenant_id, first.user_id, generation)
         with self._tracing.span("pii.mask", tenant_id=first.tenant_id, job_id=first.job_id):
             masked = masker.mask_items(scope, [entry.content for entry in live])
-        places: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
-        for entry, item in zip(live, masked, strict=True):
-            if item != entry.content and _still_valid(item):
-                message = entry.queued.message
-                places[message.raw_key][message.raw_index] = item.model_dump(mode="json")
         # Before any model sees the items: from here on the archive holds them masked.
+        self._replace(
+            _by_payload(
+                (entry.queued.message, item.model_dump(mode="json"))
+                for entry, item in zip(live, masked, strict=True)
+                if item != entry.content and _still_valid(item)
+            )
+        )
+        return [LiveItem(entry.queued, item) for entry, item in zip(live, masked, strict=True)]
+
+    def _replace(self, places: dict[str, dict[int, Mapping[str, Any] | None]]) -> None:
         for raw_key, replaced in places.items():
             self._archive.replace_raw_items(raw_key, replaced)
-        return [LiveItem(entry.queued, item) for entry, item in zip(live, masked, strict=True)]
 
     def _raw_item(
         self, message: CondenseMessage, cache: dict[str, list[dict[str, object]] | None]
@@ -107,6 +107,16 @@ class ItemContents:
         if stored is None or message.raw_index >= len(stored) or stored[message.raw_index] is None:
             return None
         return IngestItem.model_validate(stored[message.raw_index])
+
+
+def _by_payload(
+    places: Iterable[tuple[CondenseMessage, Mapping[str, Any] | None]],
+) -> dict[str, dict[int, Mapping[str, Any] | None]]:
+    """What goes in each item's place (None: blanked), by the payload that holds it."""
+    grouped: dict[str, dict[int, Mapping[str, Any] | None]] = defaultdict(dict)
+    for message, item in places:
+        grouped[message.raw_key][message.raw_index] = item
+    return grouped
 
 
 def _still_valid(item: IngestItem) -> bool:

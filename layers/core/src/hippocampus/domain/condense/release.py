@@ -59,14 +59,16 @@ class DeferredRelease:
         waiting = [entry for entry in entries if not entry.released][:RELEASED_PER_PASS]
         # Only the jobs of what this pass may act on are read: a large backlog costs its ledger's read.
         jobs = self._jobs.get_jobs(tenant_id, [entry.message.job_id for entry in (*sent, *waiting)])
-        done = [entry for entry in (*sent, *waiting) if _done(jobs.get(entry.message.job_id))]
-        for entry in done:
-            self._deferrals.retire(entry.message)
+        done = {e.message.job_id for e in (*sent, *waiting) if _done(jobs.get(e.message.job_id))}
+        for entry in (*sent, *waiting):
+            if entry.message.job_id in done:
+                self._deferrals.retire(entry.message)
         if self._gate.spent(tenant_id):
             return 0
         now = self._clock()
-        lost = [entry for entry in sent if entry not in done and _lost(entry, now)]
-        due = sorted([*lost, *(e for e in waiting if e not in done)], key=lambda e: accepted_order(e.message))
+        lost = [entry for entry in sent if entry.message.job_id not in done and _lost(entry, now)]
+        fresh = [entry for entry in waiting if entry.message.job_id not in done]
+        due = sorted([*lost, *fresh], key=lambda entry: accepted_order(entry.message))
         # Marked first, then sent: a turn parked again meanwhile is not marked, so not sent; a mark
         # whose send was lost is sent again RESEND_AFTER_S later.
         messages = self._deferrals.mark_released(tenant_id, due, now) if due else []

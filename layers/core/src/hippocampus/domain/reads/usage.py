@@ -3,7 +3,7 @@ docs/api.md "Usage")."""
 
 from datetime import UTC, datetime, time, timedelta
 
-from hippocampus.contracts.budgets import DeferralStore, TenantUsage, TokenBudgets, UsageStore
+from hippocampus.contracts.budgets import DeferralStore, TenantUsage, TokenBudgets, UsageStore, utc_day
 from hippocampus.domain.clock import Clock, utc_now
 
 
@@ -17,7 +17,7 @@ class UsageService:
         self._clock = clock
 
     def usage(self, tenant_id: str) -> TenantUsage:
-        day = self._clock().astimezone(UTC).date()
+        day = utc_day(self._clock())
         used = self._usage.usage(tenant_id, day)
         budget = self._budgets.of(tenant_id)
         return TenantUsage(
