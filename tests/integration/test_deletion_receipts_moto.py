@@ -53,6 +53,7 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
             "job_references": kinds["REF"],
             "idempotency_records": kinds["IDEMPOTENCY"],
             "pii_placeholders": 0,
+            "agent_scopes": 0,
         },
         "s3": {
             "raw_objects": objects["raw"],

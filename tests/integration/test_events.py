@@ -28,6 +28,24 @@ EXPECTED_STATUS = {
     "api_get_usage.json": ("get_memory", 200),
     "api_delete_record.json": ("ingest", 404),  # the sample user has no such record yet
     "api_delete_episode.json": ("ingest", 404),  # the sample turn is queued, not an episode yet
+    # The agent `research` of the sample user, which has written nothing yet.
+    "api_agent_get_memory.json": ("get_memory", 200),
+    "api_agent_get_history.json": ("get_memory", 200),
+    "api_agent_get_export.json": ("get_memory", 200),
+    "api_agent_post_memory.json": ("ingest", 202),
+    "api_agent_put_memory.json": ("ingest", 200),
+    "api_agent_delete_memory.json": ("ingest", 204),
+    "api_agent_delete_fact.json": ("ingest", 404),  # the fact is the user's, not the agent's
+    "api_agent_post_query.json": ("recall", 200),
+    "api_agent_post_context.json": ("recall", 200),
+    "api_agent_get_facts.json": ("get_memory", 200),
+    "api_agent_get_episodes.json": ("get_memory", 200),
+    "api_agent_get_records.json": ("get_memory", 200),
+    "api_agent_get_jobs.json": ("get_memory", 200),
+    "api_agent_get_job.json": ("get_memory", 404),  # the sample's job id is unknown
+    "api_agent_get_deletion.json": ("get_memory", 404),
+    "api_agent_delete_record.json": ("ingest", 404),
+    "api_agent_delete_episode.json": ("ingest", 404),
 }
 
 EXPECTED_DIRECT = {
@@ -83,6 +101,52 @@ EXPECTED_DIRECT = {
         "get_memory",
         lambda body: body["tenant_id"] == "acme" and body["budget"] is None and body["deferred_jobs"] == 0,
     ),
+    # The agent `research` of the sample user: the shared memory is the user's, its own is empty.
+    "invoke_get_agent_memory.json": (
+        "get_memory",
+        lambda body: (
+            body["agent_id"] == "research"
+            and [fact["id"] for fact in body["scopes"]["shared"]["facts"]] == ["pref_dark_mode"]
+            and body["scopes"]["agent"]["facts"] == []
+        ),
+    ),
+    "invoke_get_agent_history.json": ("get_memory", lambda body: body == {"versions": []}),
+    "invoke_export_agent_memory.json": (
+        "get_memory",
+        lambda body: (body["user_id"], body["agent_id"], body["items"]) == ("alice", "research", []),
+    ),
+    "invoke_ingest_agent_memory.json": (
+        "ingest",
+        lambda body: (
+            [(j["item_id"], j.get("agent_id")) for j in body["jobs"]]
+            == [("turn-42", "research"), ("pref_dark_mode", None)]
+        ),
+    ),
+    "invoke_put_agent_memory.json": (
+        "ingest",
+        lambda body: (body["version"], body["agent_id"]) == (1, "research"),
+    ),
+    "invoke_delete_agent_memory.json": ("ingest", lambda body: body["receipt_id"].startswith("del_")),
+    "invoke_delete_agent_fact.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    "invoke_query_agent_memory.json": (
+        "recall",
+        lambda body: [(r["id"], r["scope"]) for r in body["results"]] == [("pref_dark_mode", "shared")],
+    ),
+    "invoke_get_agent_context.json": (
+        "recall",
+        lambda body: body["sources"] == [{"type": "fact", "id": "pref_dark_mode", "scope": "shared"}],
+    ),
+    "invoke_list_agent_facts.json": ("get_memory", lambda body: body == {"facts": [], "next_cursor": None}),
+    "invoke_list_agent_episodes.json": (
+        "get_memory",
+        lambda body: body == {"episodes": [], "next_cursor": None},
+    ),
+    "invoke_list_agent_records.json": ("get_memory", lambda body: body == {"items": [], "next_cursor": None}),
+    "invoke_list_agent_jobs.json": ("get_memory", lambda body: body == {"items": [], "next_cursor": None}),
+    "invoke_get_agent_job.json": ("get_memory", lambda body: body["error"]["status"] == 404),
+    "invoke_delete_agent_record.json": ("ingest", lambda body: body["error"]["status"] == 404),
+    "invoke_get_agent_deletion.json": ("get_memory", lambda body: body["error"]["status"] == 404),
+    "invoke_forget_agent_episode.json": ("ingest", lambda body: body["error"]["status"] == 404),
     # Nothing was dead-lettered: nothing to move (docs/operations.md "The dead-letter queue").
     "invoke_redrive_dead_letters.json": (
         "condenser",

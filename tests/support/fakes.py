@@ -37,7 +37,15 @@ from hippocampus.adapters.dynamodb_episodes import episode_sk
 from hippocampus.adapters.dynamodb_records import trim_order
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.adapters.pii.patterns import PatternDetector
-from hippocampus.api import openapi, read_routes, recall_routes, write_routes
+from hippocampus.api import (
+    agent_read_routes,
+    agent_recall_routes,
+    agent_write_routes,
+    openapi,
+    read_routes,
+    recall_routes,
+    write_routes,
+)
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.contracts import routes
@@ -96,6 +104,7 @@ from hippocampus.contracts.receipts import (
     VectorsErased,
 )
 from hippocampus.contracts.records import EpisodeForget, MemoryRecord
+from hippocampus.contracts.scopes import user_of
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.budget_gate import BudgetGate
 from hippocampus.domain.condense.condenser import Condenser
@@ -158,7 +167,7 @@ class FakeJobStore:
 
     def add(self, job: Job, generation: int) -> None:
         """Store a new job (the caller holds the lock), as the transaction with its reference would."""
-        if self.generation_of(job.tenant_id, job.user_id) != generation:
+        if self.generation_of(job.tenant_id, job.scope_key) != generation:
             raise UserDeleted("the user was deleted")
         self.jobs[job.job_id] = job
         self.generations[job.job_id] = generation
@@ -243,7 +252,7 @@ class FakeJobStore:
         return sorted(open_turns, key=lambda m: (m.queued_at.isoformat(), m.raw_key, m.raw_index))[:limit]
 
     def list_user_jobs(self, tenant_id: str, user_id: str) -> list[Job]:
-        mine = [job for job in self.jobs.values() if (job.tenant_id, job.user_id) == (tenant_id, user_id)]
+        mine = [job for job in self.jobs.values() if (job.tenant_id, job.scope_key) == (tenant_id, user_id)]
         return sorted(mine, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def list_jobs(
@@ -772,6 +781,9 @@ class FakePlaceholderStore:
     def numbers(
         self, tenant_id: str, user_id: str, generation: int, values: Sequence[PiiValue]
     ) -> dict[PiiValue, int]:
+        if user_of(user_id) != user_id:  # an agent's scope numbers with its user, as the real store
+            user_id = user_of(user_id)
+            generation = self._store.read_generation(tenant_id, user_id)
         if self._store.read_generation(tenant_id, user_id) != generation:
             raise ConditionFailed("the user was deleted", frozenset({0}))
         life, known = self.numbered.get((tenant_id, user_id), (generation, {}))
@@ -783,10 +795,27 @@ class FakePlaceholderStore:
         return {value: known[value] for value in values}
 
     def known_numbers(self, tenant_id: str, user_id: str, values: Sequence[PiiValue]) -> dict[PiiValue, int]:
+        user_id = user_of(user_id)
         life, known = self.numbered.get((tenant_id, user_id), (-1, {}))
         if life != self._store.read_generation(tenant_id, user_id):
             return {}
         return {value: known[value] for value in values if value in known}
+
+
+class FakeAgentRegistry:
+    """The agents with a private scope of each user (adapters/dynamodb_agents.py)."""
+
+    def __init__(self) -> None:
+        self.listed: dict[tuple[str, str], set[str]] = {}
+
+    def register(self, tenant_id: str, user_id: str, agent_id: str) -> None:
+        self.listed.setdefault((tenant_id, user_id), set()).add(agent_id)
+
+    def agents(self, tenant_id: str, user_id: str) -> list[str]:
+        return sorted(self.listed.get((tenant_id, user_id), set()))
+
+    def unregister(self, tenant_id: str, user_id: str, agent_ids: Sequence[str]) -> None:
+        self.listed.get((tenant_id, user_id), set()).difference_update(agent_ids)
 
 
 class FakeArchive:
@@ -957,7 +986,7 @@ class FakeDeadLetters:
 
 def group_of(message: DeadLetter) -> tuple[str, ...]:
     """The message group, as SqsJobQueue names it: the user's, and the user's index requests' own."""
-    user = (message.tenant_id, message.user_id)
+    user = (message.tenant_id, user_of(message.user_id))
     return (*user, "index") if isinstance(message, IndexMessage) else user
 
 
@@ -1054,6 +1083,7 @@ class Ports:
     tracing: RecordingTracing = field(default_factory=RecordingTracing)
     dead_letters: FakeDeadLetters = field(default_factory=FakeDeadLetters)
     receipts: FakeReceiptStore = field(default_factory=FakeReceiptStore)
+    agents: FakeAgentRegistry = field(default_factory=FakeAgentRegistry)
     store: FakeMemoryStore = field(init=False)
     embedder: Embedder | None = field(default_factory=OfflineEmbedder)
     pii: bool = False  # MEMORY_PII=mask, with the pattern detector
@@ -1110,7 +1140,7 @@ class Ports:
         edits, ingest, recall = self.edits(), self.idempotent_ingest(), self.recall()
         return {
             "get_memory": api_function(
-                [read_routes.router, openapi.router],
+                [read_routes.router, agent_read_routes.router, openapi.router],
                 {
                     read_routes.read_service: self.reads,
                     read_routes.export_service: self.exports,
@@ -1121,7 +1151,7 @@ class Ports:
                 },
             ),
             "ingest": api_function(
-                [write_routes.router],
+                [write_routes.router, agent_write_routes.router],
                 {
                     write_routes.idempotent_ingest: lambda: ingest,
                     write_routes.edit_service: lambda: edits,
@@ -1130,7 +1160,7 @@ class Ports:
                 },
             ),
             "recall": api_function(
-                [recall_routes.router],
+                [recall_routes.router, agent_recall_routes.router],
                 {recall_routes.recall_service: lambda: recall},
             ),
         }
@@ -1184,6 +1214,7 @@ class Ports:
             self.tracing,
             clock=clock,
             masker=self.masker,
+            agents=self.agents,
         )
 
     def idempotent_ingest(self) -> IdempotentIngest:
@@ -1199,6 +1230,7 @@ class Ports:
             receipts=self.receipts,
             masker=self.masker,
             deferrals=self.deferrals,
+            agents=self.agents,
         )
 
     def consolidation(

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from hippocampus.api import direct, openapi, read_routes, recall_routes, write_routes
+from hippocampus.api import (
+    agent_read_routes,
+    agent_recall_routes,
+    agent_write_routes,
+    direct,
+    openapi,
+    read_routes,
+    recall_routes,
+    write_routes,
+)
 from hippocampus.api.resolver import build_resolver
 from hippocampus.contracts import routes
 from tests.support.fakes import Ports
@@ -36,6 +45,24 @@ PAIRS = {
     "invoke_delete_fact.json": "api_delete_fact.json",
     "invoke_query_memory.json": "api_post_query.json",
     "invoke_get_context.json": "api_post_context.json",
+    # An agent's scope of the user (docs/api.md "Agent scopes").
+    "invoke_get_agent_memory.json": "api_agent_get_memory.json",
+    "invoke_get_agent_history.json": "api_agent_get_history.json",
+    "invoke_export_agent_memory.json": "api_agent_get_export.json",
+    "invoke_list_agent_facts.json": "api_agent_get_facts.json",
+    "invoke_list_agent_episodes.json": "api_agent_get_episodes.json",
+    "invoke_list_agent_records.json": "api_agent_get_records.json",
+    "invoke_list_agent_jobs.json": "api_agent_get_jobs.json",
+    "invoke_get_agent_job.json": "api_agent_get_job.json",
+    "invoke_get_agent_deletion.json": "api_agent_get_deletion.json",
+    "invoke_delete_agent_record.json": "api_agent_delete_record.json",
+    "invoke_forget_agent_episode.json": "api_agent_delete_episode.json",
+    "invoke_ingest_agent_memory.json": "api_agent_post_memory.json",
+    "invoke_put_agent_memory.json": "api_agent_put_memory.json",
+    "invoke_delete_agent_memory.json": "api_agent_delete_memory.json",
+    "invoke_delete_agent_fact.json": "api_agent_delete_fact.json",
+    "invoke_query_agent_memory.json": "api_agent_post_query.json",
+    "invoke_get_agent_context.json": "api_agent_post_context.json",
 }
 # Times, and the ids of jobs done at once (random: two runs never share them).
 _VARYING = re.compile(r".*_at$|job_ids?$|receipt_id$")
@@ -48,7 +75,13 @@ def load(name: str) -> Any:
 def seeded_functions() -> dict[str, Any]:
     """The three API functions on fakes holding the sample user: a fact and a condensed summary."""
     functions = Ports().api_functions()
-    for sample in ("api_post_memory.json", "api_put_memory.json"):
+    samples = (
+        "api_post_memory.json",
+        "api_put_memory.json",
+        "api_agent_post_memory.json",
+        "api_agent_put_memory.json",
+    )
+    for sample in samples:
         assert functions["ingest"](load(sample), Context())["statusCode"] < 300
     return functions
 
@@ -81,7 +114,15 @@ def http_body(functions: dict[str, Any], event: dict[str, Any], context: Context
 
 def test_every_route_has_a_direct_sample_and_an_http_sample() -> None:
     app = build_resolver()
-    for router in (read_routes.router, openapi.router, write_routes.router, recall_routes.router):
+    for router in (
+        read_routes.router,
+        openapi.router,
+        write_routes.router,
+        recall_routes.router,
+        agent_read_routes.router,
+        agent_write_routes.router,
+        agent_recall_routes.router,
+    ):
         app.include_router(router)
     assert {load(sample)["action"] for sample in PAIRS} == set(direct.actions(app))
     http_routes = {routes.match(load(s)["httpMethod"], load(s)["path"]) for s in PAIRS.values()}

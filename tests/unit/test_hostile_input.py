@@ -51,6 +51,7 @@ CONTEXT = MEMORY + "/context"
 JOB = f"{TENANT}/jobs/job-1"
 JOBS = MEMORY + "/jobs"
 USERS = f"{TENANT}/users"
+AGENT = f"{TENANT}/users/alice/agents/research/memory"
 JSON_TYPE = (("Content-Type", "application/json"),)
 
 
@@ -107,6 +108,7 @@ def api() -> Api:
             (*JSON_TYPE, ("Idempotency-Key", "k1")),
         ),
         Http("PUT", MEMORY, _json({"memory": "Alice sells candles.", "expected_version": 0})),
+        Http("POST", AGENT, _json({"items": [{"id": "f2", "text": "Cites Nature.", "infer": False}]})),
     ]
     for request in seed:
         assert api.send(request)[0] in {200, 202}
@@ -125,6 +127,7 @@ def state(ports: Ports) -> Any:
         history,
         list(ports.queue.messages),
         {user: set(records) for user, records in ports.idempotency.items() if records},
+        {user: set(agents) for user, agents in ports.agents.listed.items() if agents},
     )
 
 
@@ -821,6 +824,125 @@ DIRECT_CASES = (
     ]
 )
 
+# docs/api.md "Agent scopes": ids in the new path segment, `share` strictness, unknown agents.
+_AGENT_TEMPLATES = [
+    (route.method, route.path.replace("{tenant_id}", "acme").replace("{user_id}", "alice"))
+    for route in routes.ROUTES
+    if "{agent_id}" in route.path
+]
+
+AGENT_CASES = (
+    [
+        _case(
+            Http(
+                method,
+                template.replace("{agent_id}", BAD_IDS[kind]).format(
+                    fact_id="f1", record_id="r1", episode_id="t1", receipt_id="del_x", job_id="job-1"
+                ),
+                _BODIES.get(method, b"{}" if method == "POST" else b""),
+            ),
+            422,
+            "validation_error",
+            "agent_id",
+            f"{method} {template} agent {kind}",
+        )
+        for method, template in _AGENT_TEMPLATES
+        for kind in ("a hash", "NUL", "an encoded slash")
+    ]
+    + [
+        _case(
+            Http("POST", AGENT, item(share=value)),
+            422,
+            "validation_error",
+            "items[0].share",
+            f"share: {name}",
+        )
+        for name, value in {"'true'": "true", "1": 1, "0": 0, "a list": [True]}.items()
+    ]
+    + [
+        _case(
+            Http("POST", AGENT, _json({"items": [{"text": "t", "share": None}]})),
+            422,
+            "validation_error",
+            "items[0].share",
+            "share: null",
+        )
+    ]
+    + [
+        _case(
+            Http("POST", MEMORY, item(share=True)),
+            422,
+            "validation_error",
+            "items[0].share",
+            "share on a user's route",
+        ),
+        _case(
+            Http("DELETE", f"{TENANT}/users/alice/agents/nobody/memory/facts/f2"),
+            404,
+            "not_found",
+            None,
+            "an unknown agent's fact",
+        ),
+        _case(
+            Http("DELETE", AGENT + "/facts/f1"), 404, "not_found", None, "the shared fact is not the agent's"
+        ),
+        _case(
+            Http("GET", f"{TENANT}/users/alice/agents/nobody/memory/deletions/del_x"),
+            404,
+            "not_found",
+            None,
+            "an unknown agent's receipt",
+        ),
+        _case(
+            Http("DELETE", f"{TENANT}/users/alice/agents/nobody/memory/records/r1"),
+            404,
+            "not_found",
+            None,
+            "an unknown agent's record",
+        ),
+        _case(Http("PATCH", AGENT), 405, "method_not_allowed", None, "PATCH an agent's memory"),
+    ]
+    + [
+        _case(
+            Invoke(function, act(action)), 422, "validation_error", "agent_id", f"{action} without agent_id"
+        )
+        for function, action in (
+            ("get_memory", "get_agent_memory"),
+            ("get_memory", "list_agent_facts"),
+            ("ingest", "ingest_agent_memory"),
+            ("ingest", "delete_agent_memory"),
+            ("recall", "query_agent_memory"),
+            ("recall", "get_agent_context"),
+        )
+    ]
+    + [
+        _case(
+            Invoke("get_memory", act("get_agent_memory", agent_id="../x")),
+            422,
+            "validation_error",
+            "agent_id",
+            "agent_id a path",
+        ),
+        _case(
+            Invoke("get_memory", act("get_agent_memory", agent_id=7)),
+            422,
+            "validation_error",
+            "agent_id",
+            "agent_id a number",
+        ),
+        _case(
+            Invoke(
+                "ingest",
+                act("ingest_agent_memory", agent_id="research", items=[{"text": "t", "share": "yes"}]),
+            ),
+            422,
+            "validation_error",
+            "items[0].share",
+            "direct share: a string",
+        ),
+    ]
+)
+
 CATALOGUE = (
     MEDIA_TYPE_CASES
     + JSON_CASES
@@ -832,6 +954,7 @@ CATALOGUE = (
     + RECALL_CASES
     + ROUTING_CASES
     + DIRECT_CASES
+    + AGENT_CASES
 )
 
 
@@ -848,6 +971,8 @@ def test_the_catalogue_covers_every_route_and_action():
     for router in (read_routes.router, write_routes.router, recall_routes.router):
         app.include_router(router)
     assert set(direct.actions(app)) <= invoked
+    agent_actions = {action for action in invoked if isinstance(action, str) and "agent" in action}
+    assert len(agent_actions) >= 6
     assert len(CATALOGUE) >= 150
 
 

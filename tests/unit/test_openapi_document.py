@@ -49,6 +49,46 @@ OPERATIONS = {
     ("POST", routes.QUERY_PATH): ("queryMemory", 200),
     ("POST", routes.CONTEXT_PATH): ("getContext", 200),
 }
+# docs/api.md "Agent scopes": the same routes under `…/agents/{agent_id}/`, "Agent" in each id.
+_AGENT_PATHS = {
+    routes.MEMORY_PATH: routes.AGENT_MEMORY_PATH,
+    routes.FACT_PATH: routes.AGENT_FACT_PATH,
+    routes.HISTORY_PATH: routes.AGENT_HISTORY_PATH,
+    routes.EXPORT_PATH: routes.AGENT_EXPORT_PATH,
+    routes.FACTS_PATH: routes.AGENT_FACTS_PATH,
+    routes.EPISODES_PATH: routes.AGENT_EPISODES_PATH,
+    routes.RECORDS_PATH: routes.AGENT_RECORDS_PATH,
+    routes.JOBS_PATH: routes.AGENT_JOBS_PATH,
+    routes.DELETION_PATH: routes.AGENT_DELETION_PATH,
+    routes.RECORD_PATH: routes.AGENT_RECORD_PATH,
+    routes.EPISODE_PATH: routes.AGENT_EPISODE_PATH,
+    routes.QUERY_PATH: routes.AGENT_QUERY_PATH,
+    routes.CONTEXT_PATH: routes.AGENT_CONTEXT_PATH,
+}
+_AGENT_IDS = {
+    "getMemory": "getAgentMemory",
+    "ingestMemory": "ingestAgentMemory",
+    "putMemory": "putAgentMemory",
+    "deleteMemory": "deleteAgentMemory",
+    "deleteFact": "deleteAgentFact",
+    "getHistory": "getAgentHistory",
+    "exportMemory": "exportAgentMemory",
+    "listFacts": "listAgentFacts",
+    "listEpisodes": "listAgentEpisodes",
+    "listRecords": "listAgentRecords",
+    "listJobs": "listAgentJobs",
+    "getDeletion": "getAgentDeletion",
+    "deleteRecord": "deleteAgentRecord",
+    "forgetEpisode": "forgetAgentEpisode",
+    "queryMemory": "queryAgentMemory",
+    "getContext": "getAgentContext",
+}
+OPERATIONS[("GET", routes.AGENT_JOB_PATH)] = ("getAgentJob", 200)
+OPERATIONS |= {
+    (method, _AGENT_PATHS[path]): (_AGENT_IDS[operation_id], status)
+    for (method, path), (operation_id, status) in list(OPERATIONS.items())
+    if path in _AGENT_PATHS
+}
 # docs/api.md "Errors": what any request may meet, before routing or at API Gateway.
 EVERY_OPERATION_ERRORS = {400, 403, 404, 413, 415, 422, 429, 500, 502, 504}
 
@@ -115,7 +155,8 @@ def test_each_operation_declares_its_success_with_a_schema(document: dict[str, A
     for method, path, operation in operations(document):
         _, status = OPERATIONS[(method, path)]
         successes = {int(code) for code in operation["responses"] if int(code) < 400}
-        assert successes == ({200, 304} if operation["operationId"] == "getMemory" else {status}), path
+        with_304 = operation["operationId"] in {"getMemory", "getAgentMemory"}
+        assert successes == ({200, 304} if with_304 else {status}), path
         response = operation["responses"][str(status)]
         if status == 204:
             assert "content" not in response, (method, path)
@@ -140,6 +181,9 @@ def test_the_etag_header_is_declared_where_the_memory_routes_set_it(document: di
         ("GET", routes.MEMORY_PATH, "200"),
         ("GET", routes.MEMORY_PATH, "304"),
         ("PUT", routes.MEMORY_PATH, "200"),
+        ("GET", routes.AGENT_MEMORY_PATH, "200"),
+        ("GET", routes.AGENT_MEMORY_PATH, "304"),
+        ("PUT", routes.AGENT_MEMORY_PATH, "200"),
     }
 
 
@@ -158,9 +202,9 @@ def test_every_error_status_has_the_envelope(document: dict[str, Any]) -> None:
         assert 405 not in found  # another method's answer, never this operation's
         # Every route but health reads or writes a store.
         assert (503 in found) == (operation_id != "getHealth"), operation_id
-        assert (409 in found) == (operation_id in {"ingestMemory", "putMemory", "forgetEpisode"}), (
-            operation_id
-        )
+        with_conflicts = {"ingestMemory", "putMemory", "forgetEpisode"}
+        with_conflicts |= {_AGENT_IDS[conflicting] for conflicting in with_conflicts}
+        assert (409 in found) == (operation_id in with_conflicts), operation_id
     error_body = document["components"]["schemas"]["ErrorBody"]
     assert set(error_body["properties"]) == {"code", "message", "status", "details"}
 

@@ -12,12 +12,13 @@ from hippocampus.contracts.models import CondenseMessage, Job
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.scopes import agent_scope
 
 
 def job_ref_put(table: Table, job: Job, generation: int, retention_s: int) -> dict[str, Any]:
     """The `Put` of the job's reference in the user's index (what a delete sweeps, an export lists)."""
     item = {
-        PK: index_pk(job.tenant_id, job.user_id),
+        PK: index_pk(job.tenant_id, job.scope_key),
         SK: ref_sk(job),
         "generation": generation,
         TTL: table.epoch() + retention_s,
@@ -48,7 +49,7 @@ def open_message(item: Item) -> CondenseMessage:
     return CondenseMessage(
         job_id=item["job_id"],
         tenant_id=item["tenant_id"],
-        user_id=item["user_id"],
+        user_id=agent_scope(item["user_id"], item.get("agent_id")),
         item_id=item["item_id"],
         generation=item["generation"],
         raw_key=item["raw_key"],

@@ -68,7 +68,7 @@ def new_job_writes(
     return [
         job_put(table, job, generation, retention_s, source),
         job_ref_put(table, job, generation, retention_s),
-        generation_check(table.name, job.tenant_id, job.user_id, generation),
+        generation_check(table.name, job.tenant_id, job.scope_key, generation),
     ]
 
 
@@ -132,7 +132,7 @@ class JobCreation:
         first: dict[str, NewJob] = {}  # the first of each job id is the one written
         for new in new_jobs:
             first.setdefault(new.job.job_id, new)
-        if len({(new.job.tenant_id, new.job.user_id) for new in first.values()}) > 1:
+        if len({(new.job.tenant_id, new.job.scope_key) for new in first.values()}) > 1:
             raise ValueError("create_jobs takes the jobs of one user (one generation check)")
         outcomes: dict[str, tuple[Job, bool]] = {}
         for chunk in batched(first.values(), JOBS_PER_TRANSACTION):
@@ -162,7 +162,7 @@ class JobCreation:
                 )
             ]
             user = chunk[0].job
-            writes.append(generation_check(self._table.name, user.tenant_id, user.user_id, generation))
+            writes.append(generation_check(self._table.name, user.tenant_id, user.scope_key, generation))
             try:
                 self._table.transact(writes)
             except ConditionFailed as failure:

@@ -23,11 +23,20 @@ from itertools import batched
 from typing import Any, Final
 
 from hippocampus.adapters.dynamodb_items import decoded
-from hippocampus.adapters.dynamodb_table import PII_PREFIX, Table, generation_check, key, user_pk, values
+from hippocampus.adapters.dynamodb_table import (
+    MEMORY_SK,
+    PII_PREFIX,
+    Table,
+    generation_check,
+    key,
+    user_pk,
+    values,
+)
 from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.pii import PII_KINDS, PiiKind, PiiValue
+from hippocampus.contracts.scopes import user_of
 
 KEY_SK: Final = PII_PREFIX + "KEY"
 VALUE_PREFIX: Final = PII_PREFIX + "V#"
@@ -68,6 +77,11 @@ class DynamoPlaceholderStore:
         self, tenant_id: str, user_id: str, generation: int, values: Sequence[PiiValue]
     ) -> dict[PiiValue, int]:
         wanted = list(dict.fromkeys(values))
+        if user_of(user_id) != user_id:
+            # An agent's scope numbers with its user's key, in the user's life: a value has one
+            # placeholder in every scope a read of the agent merges (docs/architecture.md "PII masking").
+            user_id = user_of(user_id)
+            generation = self._generation(tenant_id, user_id)
         pk = user_pk(tenant_id, user_id)
         for _ in range(NUMBERING_ATTEMPTS):
             user_key = self._read_key(pk, generation) or _UserKey(
@@ -85,9 +99,19 @@ class DynamoPlaceholderStore:
         raise ConditionFailed("the user's placeholders kept changing while they were numbered")
 
     def known_numbers(self, tenant_id: str, user_id: str, values: Sequence[PiiValue]) -> dict[PiiValue, int]:
-        pk = user_pk(tenant_id, user_id)
+        pk = user_pk(tenant_id, user_of(user_id))
         user_key = self._read_key(pk, None)
         return self._known(pk, user_key, list(dict.fromkeys(values))) if user_key else {}
+
+    def _generation(self, tenant_id: str, user_id: str) -> int:
+        response = self._table.client().get_item(
+            TableName=self._table.name,
+            Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
+            ConsistentRead=True,
+            ProjectionExpression="#g",
+            ExpressionAttributeNames={"#g": "generation"},
+        )
+        return int(response.get("Item", {}).get("generation", {}).get("N", "0"))
 
     def _read_key(self, pk: str, generation: int | None) -> _UserKey | None:
         """The user's key item; None when absent or of an older generation than `generation`.

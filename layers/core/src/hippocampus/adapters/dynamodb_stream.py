@@ -13,6 +13,7 @@ from hippocampus.adapters.dynamodb_wire import from_wire
 from hippocampus.contracts.events import ChangeKind, StoredChange
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.scopes import agent_scope
 
 
 def stored_change(record: Mapping[str, Any]) -> StoredChange | None:
@@ -41,9 +42,10 @@ def _image(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _kind(pk: str, sk: str) -> tuple[ChangeKind, str] | None:
-    """What the item is, and its tenant: by the shape of its keys."""
+    """What the item is, and its tenant: by the shape of its keys (`T#<t>#U#<user>`, or
+    `T#<t>#U#<user>#A#<agent>` for an agent's scope: contracts/scopes.py)."""
     parts = pk.split("#")
-    if len(parts) != 4 or parts[0] != "T":
+    if parts[0] != "T" or not (len(parts) == 4 or (len(parts) == 6 and parts[2] == "U" and parts[4] == "A")):
         return None
     tenant_id, scope = parts[1], parts[2]
     if scope == "U" and sk == MEMORY_SK:
@@ -58,8 +60,10 @@ def _kind(pk: str, sk: str) -> tuple[ChangeKind, str] | None:
 
 
 def _user(kind: ChangeKind, pk: str, image: Mapping[str, Any]) -> str:
+    """The scope key the change belongs to."""
     if kind in ("memory", "record"):
-        return pk.split("#")[3]
+        return "#".join(pk.split("#")[3:])
     if kind == "job":
-        return str(image.get("user_id", ""))
-    return str(json.loads(image["receipt"]).get("user_id", ""))
+        return agent_scope(str(image.get("user_id", "")), image.get("agent_id"))
+    receipt = json.loads(image["receipt"])
+    return agent_scope(str(receipt.get("user_id", "")), receipt.get("agent_id"))

@@ -8,6 +8,10 @@ Layout of the single table (`pk`/`sk`, docs/architecture.md "Storage layout"):
 - `T#<tenant>#U#<user>` / `PII#KEY`, `PII#V#<digest>` PII masking's placeholder numbers
 - `T#<tenant>#U#<user>#I` / `JOB#<ms>#<job>` the user's index: one reference per job, by creation
 - `T#<tenant>#U#<user>#I` / `ingest#<h>` the user's Idempotency-Key records (Powertools)
+- `T#<tenant>#U#<user>#A#<agent>` (and its `#I`): an agent's private scope of the user, laid out as a
+  user's (contracts/scopes.py)
+- `T#<tenant>#U#<user>#AGENTS` / `AGENT#<agent>` the agents with a private scope of the user: what
+  the user's delete forgets with it (adapters/dynamodb_agents.py)
 - `T#<tenant>#J#<job>`  / `JOB`          one ingestion job; `completed` is the applied-job ledger,
                                           written in the same transaction as the memory version.
 The index is what lets a delete find, and an export list, every job and request record of a user.
@@ -28,6 +32,7 @@ from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.names import USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
+from hippocampus.contracts.scopes import split_scope
 
 MEMORY_SK: Final = "MEMORY"
 FACT_PREFIX: Final = "FACT#"
@@ -76,6 +81,9 @@ def listing(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
     every write of a summary or of the fact counts, removed by a delete (docs/architecture.md
     "Storage layout")."""
     clause = f"{USERS_INDEX_PARTITION_KEY} = :listed_tenant, {USERS_INDEX_SORT_KEY} = :listed_user"
+    user, agent_id = split_scope(user_id)
+    if agent_id is not None:  # an agent's scope is listed under its user, never among the tenant's users
+        return clause, {":listed_tenant": f"{user_pk(tenant_id, user)}#AGENTS", ":listed_user": agent_id}
     return clause, {":listed_tenant": tenant_pk(tenant_id), ":listed_user": user_id}
 
 

@@ -15,12 +15,15 @@ from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import CondenseMessage
 from hippocampus.contracts.ports import MovedLetters
 from hippocampus.contracts.recall import IndexMessage
+from hippocampus.contracts.scopes import user_of
 from hippocampus.observability import logger
 
 
 def message_group_id(tenant_id: str, user_id: str) -> str:
-    """One FIFO group per user; hashed so identifiers never leak into queue metadata."""
-    return hashlib.sha256(f"{tenant_id}\x1f{user_id}".encode()).hexdigest()
+    """One FIFO group per user, its agents' scopes included (`user_id` may be a scope key:
+    contracts/scopes.py), so all of a user's items keep one order; hashed so identifiers never
+    leak into queue metadata."""
+    return hashlib.sha256(f"{tenant_id}\x1f{user_of(user_id)}".encode()).hexdigest()
 
 
 _INDEX_ENTRY = "index"  # the batch entry id of an index request riding with turns
@@ -78,7 +81,9 @@ class SqsJobQueue:
             # A group of its own: an index request that fails (the embedding provider down) comes
             # back later without holding back the user's turns behind it.
             "MessageGroupId": message_group_id(tenant_id, user_id) + "-index",
-            "MessageDeduplicationId": f"index-{hashlib.sha256(request_id.encode()).hexdigest()[:64]}",
+            # Per scope: a request to an agent's route may ask for the vectors of two scopes.
+            "MessageDeduplicationId": "index-"
+            + hashlib.sha256(f"{tenant_id}\x1f{user_id}\x1f{request_id}".encode()).hexdigest()[:64],
         }
 
     @staticmethod

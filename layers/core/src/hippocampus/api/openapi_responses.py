@@ -101,6 +101,16 @@ GET_MEMORY: Final = responses(
         304: no_body("Not modified: the memory still has an ETag `If-None-Match` named", etag=True),
     }
 )
+GET_AGENT_MEMORY: Final = responses(
+    {
+        200: success(
+            "The user's shared memory and the agent's private one (each at version 0 when empty)",
+            model="AgentMemoryBody",
+            etag=True,
+        ),
+        304: no_body("Not modified: neither memory changed since the ETag `If-None-Match` named", etag=True),
+    }
+)
 INGEST: Final = responses(
     {202: success("Accepted: one job per item, in item order")},
     {
@@ -126,6 +136,15 @@ DELETE_MEMORY: Final = responses(
     {
         204: no_body(
             "Forgotten: nothing of the user's content is kept; the receipt's id in `Deletion-Receipt`",
+            receipt=True,
+        )
+    }
+)
+DELETE_AGENT_MEMORY: Final = responses(
+    {
+        204: no_body(
+            "The agent's private scope is forgotten (the user's shared memory stays); the receipt's id "
+            "in `Deletion-Receipt`",
             receipt=True,
         )
     }
@@ -162,6 +181,10 @@ FORGET_EPISODE: Final = responses(
 JOB: Final = responses(
     {200: success("The job")},
     {404: REQUEST_ERRORS[404] + "; or the job is unknown, expired, erased by a delete, or another tenant's"},
+)
+AGENT_JOB: Final = responses(
+    {200: success("The job")},
+    {404: REQUEST_ERRORS[404] + "; or no such job of the agent's scope or of the user's shared memory"},
 )
 DELETION: Final = responses(
     {200: success("The receipt: what the delete erased, per store, in counts; the generation and the times")},

@@ -19,6 +19,10 @@ from hippocampus.contracts.records import MAX_RECORD_LIST_LIMIT
 
 TenantId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Tenant identifier")]
 UserId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="User identifier")]
+AgentId = Annotated[
+    str,
+    Path(pattern=IDENTIFIER_PATTERN, description="Agent identifier: its private scope of the user's memory"),
+]
 JobId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Job identifier")]
 FactId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Fact identifier")]
 EpisodeId = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="Episode (item) identifier")]

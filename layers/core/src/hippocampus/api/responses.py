@@ -13,9 +13,9 @@ import re
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from hippocampus.contracts.models import MemoryBody
+from hippocampus.contracts.models import AgentMemoryBody, MemoryBody
 from hippocampus.contracts.names import DELETION_RECEIPT_HEADER
-from hippocampus.domain.reads.service import MemoryRead
+from hippocampus.domain.reads.service import AgentMemoryRead, MemoryRead
 
 _MEMORY_ETAG = re.compile(r'^(?:W/)?"(\d+)(?:-[0-9a-f]{12})?"$')
 _FIELD_SEPARATOR = "\x1f"
@@ -29,6 +29,13 @@ def memory_etag(read: MemoryRead) -> str:
     facts = [f"{fact.id}\x1e{fact.updated_at.isoformat()}" for fact in body.facts]
     digest = hashlib.sha256(_FIELD_SEPARATOR.join([f"g{read.generation}", *facts]).encode()).hexdigest()
     return f'"{body.version}-{digest[:12]}"'
+
+
+def agent_memory_etag(read: AgentMemoryRead) -> str:
+    """An agent's memory read: the agent's version (what a PUT of its summary expects) and a digest
+    of both scopes' tags, so a change in either changes it."""
+    both = f"{memory_etag(read.shared)}{_FIELD_SEPARATOR}{memory_etag(read.agent)}"
+    return f'"{read.agent.body.version}-{hashlib.sha256(both.encode()).hexdigest()[:12]}"'
 
 
 def version_of_etag(tag: str) -> int | None:
@@ -56,6 +63,18 @@ def memory_response(read: MemoryRead, status: int = 200) -> Response[MemoryBody]
 def conditional_memory_response(read: MemoryRead, if_none_match: str | None) -> Response[MemoryBody | None]:
     """The memory body, or 304 without one while the caller's `If-None-Match` still matches."""
     etag = memory_etag(read)
+    if if_none_match is not None and matches_any(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(
+        status_code=200, content_type=content_types.APPLICATION_JSON, body=read.body, headers={"ETag": etag}
+    )
+
+
+def conditional_agent_memory_response(
+    read: AgentMemoryRead, if_none_match: str | None
+) -> Response[AgentMemoryBody | None]:
+    """Both scopes, or 304 while the caller's `If-None-Match` still matches."""
+    etag = agent_memory_etag(read)
     if if_none_match is not None and matches_any(if_none_match, etag):
         return Response(status_code=304, headers={"ETag": etag})
     return Response(

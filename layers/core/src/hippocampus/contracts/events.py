@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, Protocol
 
 from pydantic import Field
 
-from hippocampus.contracts.models import Record
+from hippocampus.contracts.models import Scoped
 from hippocampus.contracts.receipts import ErasedCounts
 
 EVENT_SOURCE: Final = "hippocampus"
@@ -40,7 +40,7 @@ class StoredChange:
     new: Mapping[str, Any] | None  # the item after (None: it was deleted)
 
 
-class EventDetail(Record):
+class EventDetail(Scoped):
     event_id: str = Field(description="The same on every delivery of the same change: deduplicate on it.")
     tenant_id: str
     user_id: str

@@ -26,6 +26,7 @@ from hippocampus.contracts.limits import (
     MAX_TITLE_CHARS,
     MAX_USER_NAME_CHARS,
 )
+from hippocampus.contracts.scopes import agent_scope, split_scope
 
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 
@@ -59,6 +60,30 @@ class Record(BaseModel):
     does not pay for the write path's models, and the reverse."""
 
     model_config = ConfigDict(defer_build=True)
+
+
+def _scope_key_split(data: Any) -> Any:
+    """A scope key given as `user_id` (`alice#A#research`, contracts/scopes.py) is shown as the
+    user's id and the agent's."""
+    if isinstance(data, dict) and isinstance(data.get("user_id"), str):
+        user_id, agent_id = split_scope(data["user_id"])
+        if agent_id is not None:
+            return {**data, "user_id": user_id, "agent_id": agent_id}
+    return data
+
+
+class Scoped(Record):
+    """What belongs to a user's memory or to an agent's private scope of it: built from a scope key,
+    it shows `user_id` and `agent_id` (absent for the shared scope); `scope_key` gives the key back."""
+
+    agent_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+    _split = model_validator(mode="before")(_scope_key_split)
+
+    @property
+    def scope_key(self) -> str:
+        user_id: str = getattr(self, "user_id")  # noqa: B009 - every scoped model has one
+        return agent_scope(user_id, self.agent_id)
 
 
 class Model(Record):
@@ -108,6 +133,13 @@ class IngestItem(Model):
         exclude_if=lambda value: value is None,
         description="When it happened: RFC 3339 with Z or an offset, at most 5 minutes ahead; "
         "default: when the API accepted it.",
+    )
+    # On an agent's route: true sends the item to the user's shared memory
+    # (docs/api.md "Agent scopes"). Left out of a dump while false: other items hash as before.
+    share: bool = Field(
+        default=False,
+        exclude_if=lambda value: value is False,
+        description="On an agent's route: teach the user's shared memory, not the agent's private one.",
     )
 
     @field_validator("occurred_at", mode="before")
@@ -166,7 +198,7 @@ class Fact(Record):
     updated_at: datetime
 
 
-class MemoryBody(Record):
+class MemoryBody(Scoped):
     tenant_id: str
     user_id: str
     memory: str | None
@@ -189,7 +221,7 @@ USER_DELETED = JobError.model_construct(
 )
 
 
-class Job(Record):
+class Job(Scoped):
     job_id: str
     tenant_id: str
     user_id: str
@@ -202,6 +234,21 @@ class Job(Record):
     occurred_at: datetime  # the item's `occurred_at`, or when it was accepted
 
     _accepted_when_unsaid = model_validator(mode="before")(accepted_when_unsaid)
+
+
+class MemoryScopes(Record):
+    shared: MemoryBody
+    agent: MemoryBody
+
+
+class AgentMemoryBody(Record):
+    """An agent's memory read (GET …/agents/{agent_id}/memory): the user's shared memory and the
+    agent's private one."""
+
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    scopes: MemoryScopes
 
 
 class JobList(Record):
@@ -317,8 +364,9 @@ class MemoryRecord(Record):
         return self.recorded_at <= moment and (self.invalidated_at is None or moment < self.invalidated_at)
 
 
-class ExportDocument(Record):
-    """Everything stored about one user (docs/api.md "Export"); long exports come in pages."""
+class ExportDocument(Scoped):
+    """Everything stored about one user, or in one agent's scope of it (docs/api.md "Export"); long
+    exports come in pages."""
 
     tenant_id: str
     user_id: str

@@ -13,6 +13,8 @@ from hippocampus.contracts.records import RecordCategory
 __all__ = ["EPISODE_MAX_CHARS", "Episode"]
 
 DocumentType = Literal["fact", "episode", "record"]
+# Which memory a result of an agent's search comes from (docs/api.md "Agent scopes").
+ScopeName = Literal["shared", "agent"]
 DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = ("fact", "episode", "record")
 
 MAX_QUERY_CHARS = 2_000
@@ -118,6 +120,8 @@ class QueryResult(Record):
     category: RecordCategory | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    # On an agent's route: whether it is the user's shared memory or the agent's own.
+    scope: ScopeName | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Retrieval(Record):
@@ -127,10 +131,15 @@ class Retrieval(Record):
 
 
 class QueryResponse(Record):
-    memory: str | None
-    version: int
+    memory: str | None  # on an agent's route: the shared summary, then the agent's
+    version: int  # on an agent's route: the agent's version
     results: list[QueryResult]
     retrieval: Retrieval
+    shared_version: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="On an agent's route: the version of the user's shared memory.",
+    )
 
 
 class ContextRequest(Model):
@@ -149,13 +158,19 @@ class ContextRequest(Model):
 class ContextSource(Record):
     type: Literal["memory", "fact", "episode", "record"]
     id: str | None = None
+    scope: ScopeName | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class ContextResponse(Record):
     context: str
     word_count: int
-    memory_version: int
+    memory_version: int  # on an agent's route: the agent's version
     sources: list[ContextSource]
+    shared_memory_version: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="On an agent's route: the version of the user's shared memory.",
+    )
 
 
 class EpisodeList(Record):

@@ -6,11 +6,11 @@ DELETION_RECEIPT_RETENTION_DAYS.
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
-from hippocampus.contracts.models import Record
+from hippocampus.contracts.models import Record, Scoped
 
 DELETION_RECEIPT_RETENTION_DAYS: Final = 400  # over a year: an audit finds last year's deletions
 RECEIPT_ID_PREFIX: Final = "del_"
@@ -33,6 +33,9 @@ class DynamoDbErased(Counts):
     idempotency_records: int = 0  # Idempotency-Key records
     # With PII masking: the user's digest key and the numbers of its values (never the values).
     pii_placeholders: int = 0
+    # A user's delete: the agents' private scopes it forgot with the user (their items are counted
+    # above with the user's).
+    agent_scopes: int = 0
 
 
 class S3Erased(Counts):
@@ -67,15 +70,28 @@ class ErasedCounts(Counts):
     queue: QueueErased = Field(default_factory=QueueErased)
     vectors: VectorsErased = Field(default_factory=VectorsErased)
 
+    def plus(self, other: "ErasedCounts") -> "ErasedCounts":
+        """Both counts added, store by store and kind by kind (a user's and its agents' scopes)."""
+        return ErasedCounts.model_validate(_added(self.model_dump(), other.model_dump()))
 
-DeletionScope = Literal["user", "fact", "record", "episode"]
+
+def _added(one: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: _added(value, other[name]) if isinstance(value, dict) else value + other[name]
+        for name, value in one.items()
+    }
 
 
-class DeletionReceipt(Record):
+DeletionScope = Literal["user", "agent", "fact", "record", "episode"]
+
+
+class DeletionReceipt(Scoped):
     receipt_id: str
     tenant_id: str
     user_id: str
-    scope: DeletionScope  # what was deleted: the user, or one fact, record or episode of the user
+    # What was deleted: the user (every agent's scope with it), one agent's scope, or one fact, record
+    # or episode of the user's (or, with `agent_id`, of the agent's) memory.
+    scope: DeletionScope
     target_id: str | None  # the fact's, record's or episode's id (None for the user)
     # For the user: its life that begins after the delete (what was erased is older); else the
     # user's life the deleted item belonged to.

@@ -109,12 +109,12 @@ def _receipt(change: StoredChange, include_content: bool) -> ChangeEvent | None:
     if change.new is None or change.old is not None:
         return None
     receipt = DeletionReceipt.model_validate_json(change.new["receipt"])
-    if receipt.scope != "user":
+    if receipt.scope not in ("user", "agent"):  # an agent's scope forgotten: `agent_id` says which
         return None
     detail = UserForgottenDetail(
         event_id=change.event_id,
         tenant_id=receipt.tenant_id,
-        user_id=receipt.user_id,
+        user_id=receipt.scope_key,
         receipt_id=receipt.receipt_id,
         generation=receipt.generation,
         requested_at=receipt.requested_at,

@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hippocampus.contracts.errors import ConditionFailed, DependencyUnavailable, UserDeleted, WriteConflict
+from hippocampus.contracts.errors import (
+    ConditionFailed,
+    DependencyUnavailable,
+    UserDeleted,
+    ValidationFailed,
+    WriteConflict,
+)
 from hippocampus.contracts.models import (
     CondenseMessage,
     IngestItem,
@@ -31,6 +37,7 @@ from hippocampus.contracts.ports import (
     RawSource,
     Tracing,
 )
+from hippocampus.contracts.scopes import AgentRegistry, split_scope
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.ingest.fact_writes import FactWriter
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
@@ -61,6 +68,22 @@ class _Turns:
 Queued = list[tuple[_Turn, Job]]  # the turns whose jobs were created, to be sent
 
 
+def refuse_share(items: Sequence[IngestItem]) -> None:
+    """`share` is for an agent's route: a user's route writes the shared memory already."""
+    shared = [index for index, item in enumerate(items) if item.share]
+    if shared:
+        message = (
+            "only an item sent to an agent's route can be shared: a user's route writes the shared memory"
+        )
+        raise ValidationFailed(
+            message,
+            [
+                {"field": f"items[{index}].share", "message": message, "type": "value_error"}
+                for index in shared
+            ],
+        )
+
+
 def with_ids(items: Sequence[IngestItem]) -> list[IngestItem]:
     """Every item with its id: the one given, or a new one."""
     return [item if item.id else item.model_copy(update={"id": f"item-{uuid.uuid4().hex}"}) for item in items]
@@ -77,9 +100,11 @@ class IngestService:
         clock: Clock = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         masker: Masker | None = None,
+        agents: AgentRegistry | None = None,
     ) -> None:
         self._store = store
         self._masker = masker
+        self._agents = agents
         self._facts = FactWriter(store, tracing, clock, sleep)
         self._jobs = jobs
         self._archive = archive
@@ -88,9 +113,37 @@ class IngestService:
         self._clock = clock
 
     def ingest(self, tenant_id: str, user_id: str, request: IngestRequest, request_id: str) -> JobsResponse:
+        """`user_id` is a scope key (contracts/scopes.py): on an agent's route, the items that say
+        `share` go to the user's shared memory and the others to the agent's (docs/api.md "Agent
+        scopes"), each part accepted as a request of its own scope."""
         items = with_ids(request.items)
+        user, agent_id = split_scope(user_id)
+        if agent_id is None:
+            refuse_share(items)
+            return self._ingest_scope(tenant_id, user_id, items, request_id, request.upsert)
+        assert self._agents is not None, "an agent's route needs the agent registry"
+        # Listed before the scope is written, so a delete of the user that starts from now on finds
+        # it; and again after, should that delete have ended (and unlisted it) in between.
+        self._agents.register(tenant_id, user, agent_id)
+        parts = [
+            (user, [i for i, item in enumerate(items) if item.share]),
+            (user_id, [i for i, item in enumerate(items) if not item.share]),
+        ]
+        jobs: dict[int, Job] = {}
+        for scope_key, indexes in parts:
+            if indexes:
+                part = self._ingest_scope(
+                    tenant_id, scope_key, [items[i] for i in indexes], request_id, request.upsert
+                )
+                jobs |= dict(zip(indexes, part.jobs, strict=True))
+        self._agents.register(tenant_id, user, agent_id)
+        return JobsResponse(jobs=[jobs[i] for i in range(len(items))])
+
+    def _ingest_scope(
+        self, tenant_id: str, user_id: str, items: list[IngestItem], request_id: str, upsert: bool
+    ) -> JobsResponse:
         try:
-            return self._ingest(tenant_id, user_id, items, request_id, request.upsert)
+            return self._ingest(tenant_id, user_id, items, request_id, upsert)
         except UserDeleted:
             # A delete came between this request's read and its writes: what it wrote of the old
             # generation is the delete's to erase, and the request is applied after the delete.
@@ -98,7 +151,7 @@ class IngestService:
                 "user deleted during ingest; applying after the delete", extra={"tenant_id": tenant_id}
             )
         try:
-            return self._ingest(tenant_id, user_id, items, request_id, request.upsert)
+            return self._ingest(tenant_id, user_id, items, request_id, upsert)
         except UserDeleted as error:
             raise WriteConflict("the user was deleted twice while this request ran; send it again") from error
 

@@ -19,6 +19,7 @@ from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.receipts import (
     ArchiveErasure,
     DeletionReceipt,
+    DeletionScope,
     DynamoDbErased,
     ErasedCounts,
     JobErasure,
@@ -28,6 +29,7 @@ from hippocampus.contracts.receipts import (
     S3Erased,
     VectorsErased,
 )
+from hippocampus.contracts.scopes import AgentRegistry, agent_scope, split_scope
 from hippocampus.domain.budget import max_memory_chars
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.history import HistoryArchive
@@ -52,8 +54,10 @@ class EditService:
         sleep: Callable[[float], None] = time.sleep,
         masker: Masker | None = None,
         deferrals: DeferralStore | None = None,
+        agents: AgentRegistry | None = None,
     ) -> None:
         self._store = store
+        self._agents = agents
         self._masker = masker
         self._deferrals = deferrals
         self._receipts = receipts
@@ -77,6 +81,17 @@ class EditService:
             )
         text = memory.strip()
         self._check_budget(text)
+        self._list_agent(tenant_id, user_id)
+        read = self._put_memory(tenant_id, user_id, text, expected_version)
+        self._list_agent(tenant_id, user_id)  # again: see domain/ingest/service.py
+        return read
+
+    def _list_agent(self, tenant_id: str, user_id: str) -> None:
+        user, agent_id = split_scope(user_id)
+        if agent_id is not None and self._agents is not None:
+            self._agents.register(tenant_id, user, agent_id)
+
+    def _put_memory(self, tenant_id: str, user_id: str, text: str, expected_version: int) -> MemoryRead:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
             state, facts = self._store.read_memory(tenant_id, user_id, with_facts=True)
         if state.version != expected_version:
@@ -118,11 +133,32 @@ class EditService:
             )
 
     def delete_memory(self, tenant_id: str, user_id: str) -> DeletionReceipt:
-        """The tombstone first (every queued item of the old generation is then skipped), then the
-        jobs and request records, then S3; then the receipt of what went (docs/api.md "Deletion
-        receipts"). A delete that fails half-way is safe to send again: the next one erases the
-        rest, and its receipt counts what it erased."""
+        """Forget a user, every agent's scope of it with it; or (`user_id` an agent's scope key:
+        contracts/scopes.py) that agent's scope alone. Then the receipt of what went (docs/api.md
+        "Deletion receipts"). A delete that fails half-way is safe to send again: the next one
+        erases the rest, and its receipt counts what it erased."""
         requested_at = self._clock()
+        user, agent_id = split_scope(user_id)
+        generation, counts = self._erase_scope(tenant_id, user_id)
+        if agent_id is None and self._agents is not None:
+            # Listed after the user's tombstone: an agent's write that began before it is listed
+            # by now, and one that begins after it lists its agent again (domain/ingest/service.py).
+            agents = self._agents.agents(tenant_id, user)
+            for agent in agents:
+                counts = counts.plus(self._erase_scope(tenant_id, agent_scope(user, agent))[1])
+            counts.dynamodb.agent_scopes = len(agents)
+            self._agents.unregister(tenant_id, user, agents)
+        elif agent_id is not None and self._agents is not None:
+            self._agents.unregister(tenant_id, user, [agent_id])
+        record_metric(MetricName.DELETES)
+        scope: DeletionScope = "user" if agent_id is None else "agent"
+        deletion = Deletion(tenant_id, user_id, scope, None, generation, requested_at)
+        with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
+            return issue_receipt(self._receipts, deletion, counts, self._clock())
+
+    def _erase_scope(self, tenant_id: str, user_id: str) -> tuple[int, ErasedCounts]:
+        """The tombstone first (every queued item of the old generation is then skipped), then the
+        jobs and request records, then S3; the new generation and what went."""
         with self._tracing.span("dynamodb.erase_user", tenant_id=tenant_id):
             memory = self._store.erase_user(tenant_id, user_id)
         with self._tracing.span("dynamodb.erase_jobs", tenant_id=tenant_id):
@@ -133,11 +169,7 @@ class EditService:
         if self._deferrals is not None:  # turns parked by the token budget: their jobs went above
             with self._tracing.span("dynamodb.erase_deferred", tenant_id=tenant_id):
                 parked = self._deferrals.erase_user(tenant_id, user_id, memory.generation)
-        record_metric(MetricName.DELETES)
-        deletion = Deletion(tenant_id, user_id, "user", None, memory.generation, requested_at)
-        counts = erased_counts(memory, jobs, archive, parked)
-        with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
-            return issue_receipt(self._receipts, deletion, counts, self._clock())
+        return memory.generation, erased_counts(memory, jobs, archive, parked)
 
     def delete_fact(self, tenant_id: str, user_id: str, fact_id: str) -> DeletionReceipt:
         """Delete the fact and take it off the user's fact counts in one transaction; decided again

@@ -67,9 +67,10 @@ class ReceiptService:
         self._tracing = tracing
 
     def get_receipt(self, tenant_id: str, user_id: str, receipt_id: str) -> DeletionReceipt:
-        """The receipt of a delete of this user; 404 for any other (unknown, expired, another user's)."""
+        """The receipt of a delete in this scope (`user_id` a scope key: the user's, or an agent's of
+        it); 404 for any other (unknown, expired, another user's or another scope's)."""
         with self._tracing.span("dynamodb.get_receipt", tenant_id=tenant_id):
             receipt = self._receipts.get_receipt(tenant_id, receipt_id)
-        if receipt is None or receipt.user_id != user_id:
+        if receipt is None or receipt.scope_key != user_id:
             raise NotFound(f"deletion receipt '{receipt_id}' was not found")
         return receipt

@@ -3,8 +3,16 @@
 from dataclasses import dataclass
 
 from hippocampus.contracts.errors import NotFound
-from hippocampus.contracts.models import Fact, HistoryResponse, Job, MemoryBody
+from hippocampus.contracts.models import (
+    AgentMemoryBody,
+    Fact,
+    HistoryResponse,
+    Job,
+    MemoryBody,
+    MemoryScopes,
+)
 from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, Tracing
+from hippocampus.contracts.scopes import agent_scope, user_of
 from hippocampus.observability import MetricName, record_metric
 
 
@@ -29,6 +37,25 @@ class MemoryRead:
     generation: int
 
 
+@dataclass(frozen=True)
+class AgentMemoryRead:
+    """An agent's memory read: the user's shared memory and the agent's private one."""
+
+    shared: MemoryRead
+    agent: MemoryRead
+
+    @property
+    def body(self) -> AgentMemoryBody:
+        agent = self.agent.body
+        assert agent.agent_id is not None
+        return AgentMemoryBody(
+            tenant_id=agent.tenant_id,
+            user_id=agent.user_id,
+            agent_id=agent.agent_id,
+            scopes=MemoryScopes(shared=self.shared.body, agent=agent),
+        )
+
+
 class ReadService:
     """One key lookup (a single-partition query) per memory read."""
 
@@ -49,12 +76,25 @@ class ReadService:
             record_metric(MetricName.MEMORY_MISSES)
         return MemoryRead(memory_body(tenant_id, user_id, state, facts), state.generation)
 
+    def read_agent_memory(self, tenant_id: str, user_id: str, agent_id: str) -> AgentMemoryRead:
+        """Two key lookups: the user's shared memory, then the agent's (docs/api.md "Agent scopes")."""
+        shared = self.read_memory(tenant_id, user_id)
+        return AgentMemoryRead(shared, self.read_memory(tenant_id, agent_scope(user_id, agent_id)))
+
     def get_history(self, tenant_id: str, user_id: str, limit: int) -> HistoryResponse:
         with self._tracing.span("dynamodb.read_generation", tenant_id=tenant_id):
             generation = self._store.read_generation(tenant_id, user_id)
         with self._tracing.span("s3.list_history", tenant_id=tenant_id):
             versions = self._archive.list_history(tenant_id, user_id, generation, limit)
         return HistoryResponse(versions=versions)
+
+    def get_scoped_job(self, tenant_id: str, user_id: str, job_id: str) -> Job:
+        """One job of an agent's scope (`user_id` its scope key), or of its user's shared memory
+        (an item the agent shared); 404 for any other, another agent's included."""
+        job = self.get_job(tenant_id, job_id)
+        if job.scope_key not in {user_id, user_of(user_id)}:
+            raise NotFound(f"job '{job_id}' was not found for this agent")
+        return job
 
     def get_job(self, tenant_id: str, job_id: str) -> Job:
         with self._tracing.span("dynamodb.get_job", tenant_id=tenant_id, job_id=job_id):

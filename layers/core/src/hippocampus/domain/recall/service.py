@@ -7,7 +7,7 @@ MEMORY_MAX_RECORDS records), so it is read in one pass over the user's partition
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,10 +23,12 @@ from hippocampus.contracts.recall import (
     QueryResponse,
     QueryResult,
     Retrieval,
+    ScopeName,
     TimeRange,
 )
 from hippocampus.contracts.recall_ports import Corpus, Indexed, RecallStore
 from hippocampus.contracts.records import MemoryRecord
+from hippocampus.contracts.scopes import split_scope
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.privacy.masking import Masker
 from hippocampus.domain.recall.context_block import build_context
@@ -69,8 +71,11 @@ class RecallService:
         self._masker = masker
 
     def query(self, tenant_id: str, user_id: str, request: QueryRequest) -> QueryResponse:
+        """`user_id` is a scope key: an agent's query searches the user's shared memory and the
+        agent's own (docs/api.md "Agent scopes")."""
         text, filters = self._masked(tenant_id, user_id, [request.query, request.metadata_filters])
-        corpus = self._corpus(tenant_id, user_id)
+        searched = self._searched(tenant_id, user_id)
+        corpus = searched.corpus
         everything = _within(request.time_range, (*corpus.facts, *corpus.episodes, *corpus.records))
         wanted = [entry for entry in everything if _type(entry.document) in request.types]
         alpha = DEFAULT_ALPHA if request.alpha is None else request.alpha
@@ -81,16 +86,22 @@ class RecallService:
         return QueryResponse(
             memory=corpus.state.memory if request.include_memory else None,
             version=corpus.state.version,
-            results=[_result(entry, source) for entry, source in ranked if entry.score >= request.min_score],
+            results=[
+                searched.scoped(_result(entry, source), source)
+                for entry, source in ranked
+                if entry.score >= request.min_score
+            ],
             retrieval=Retrieval(
                 embedding_provider=embedder.provider if embedder else "none",
                 model=embedder.model if embedder else None,
                 lexical_only=lexical_only,
             ),
+            shared_version=searched.shared_version,
         )
 
     def context(self, tenant_id: str, user_id: str, request: ContextRequest) -> ContextResponse:
-        corpus = self._corpus(tenant_id, user_id)
+        searched = self._searched(tenant_id, user_id)
+        corpus = searched.corpus
         if request.time_range is not None:
             corpus = Corpus(
                 corpus.state,
@@ -105,19 +116,43 @@ class RecallService:
             records = sorted(
                 corpus.records, key=lambda entry: (_time(entry.document), entry.document.id), reverse=True
             )
-            ranked = [Ranked(_document(entry, None), 1.0) for entry in (*facts, *records)]
+            pairs = [(Ranked(_document(entry, None), 1.0), entry.document) for entry in (*facts, *records)]
         else:
             [text] = self._masked(tenant_id, user_id, [request.query])
             entries = [*corpus.facts, *corpus.episodes, *corpus.records]
             pairs, _ = self._rank(text, entries, _Ranking(CONTEXT_CANDIDATES))
-            ranked = [entry for entry, _ in pairs]
-        block = build_context(corpus.state.memory, ranked, request.max_words)
+        block = build_context(corpus.state.memory, searched.qualified(pairs), request.max_words)
         return ContextResponse(
             context=block.text,
             word_count=block.word_count,
             memory_version=corpus.state.version,
-            sources=[ContextSource.model_validate(source) for source in block.sources],
+            sources=[searched.source(source) for source in block.sources],
+            shared_memory_version=searched.shared_version,
         )
+
+    def _searched(self, tenant_id: str, user_id: str) -> "_Searched":
+        """The corpus a request searches: its scope's; for an agent's scope, the user's shared
+        corpus and the agent's together (the summary: the shared one, then the agent's)."""
+        user, agent_id = split_scope(user_id)
+        if agent_id is None:
+            return _Searched(self._corpus(tenant_id, user_id), {}, None)
+        shared, own = self._corpus(tenant_id, user), self._corpus(tenant_id, user_id)
+        scope_of: dict[int, ScopeName] = {}
+        named: tuple[tuple[ScopeName, Corpus], ...] = (("shared", shared), ("agent", own))
+        for name, corpus in named:
+            for entry in (*corpus.facts, *corpus.episodes, *corpus.records):
+                scope_of[id(entry.document)] = name
+        summaries = [
+            text.strip() for text in (shared.state.memory, own.state.memory) if text and text.strip()
+        ]
+        state = replace(own.state, memory="\n\n".join(summaries) or None)
+        merged = Corpus(
+            state,
+            [*shared.facts, *own.facts],
+            [*shared.episodes, *own.episodes],
+            [*shared.records, *own.records],
+        )
+        return _Searched(merged, scope_of, shared.state.version)
 
     def _masked(self, tenant_id: str, user_id: str, parts: list[Any]) -> list[Any]:
         """The query's parts (its text, its metadata filters) as the stored memory spells them: with
@@ -172,6 +207,43 @@ class RecallService:
         )
         lexical_only = query_vector is None or not any(document.vector for document in documents)
         return [(entry, sources[id(entry.document)]) for entry in ranked], lexical_only
+
+
+# A ranked document's id on an agent's route, `<scope>/<id>` (no id holds a `/`): the same id may be
+# in both scopes, and the context block names its sources by id.
+_SCOPE_MARK = "/"
+
+
+@dataclass(frozen=True)
+class _Searched:
+    corpus: Corpus
+    scope_of: Mapping[int, ScopeName]  # each document's scope, by identity (empty: a user's route)
+    shared_version: int | None  # an agent's route: the shared memory's version
+
+    def scoped(self, result: QueryResult, source: Source) -> QueryResult:
+        scope = self.scope_of.get(id(source))
+        return result.model_copy(update={"scope": scope}) if scope else result
+
+    def qualified(self, pairs: Sequence[tuple[Ranked, Source]]) -> list[Ranked]:
+        """The ranked documents; on an agent's route, each id with its scope (see `source`)."""
+        if not self.scope_of:
+            return [item for item, _ in pairs]
+        return [
+            Ranked(
+                replace(item.document, id=f"{self.scope_of[id(source)]}{_SCOPE_MARK}{item.document.id}"),
+                item.score,
+            )
+            for item, source in pairs
+        ]
+
+    def source(self, source: Mapping[str, str]) -> ContextSource:
+        """A source of the context block; on an agent's route with its scope (the summary, which
+        joins both scopes' summaries, has none)."""
+        item_id = source.get("id")
+        if self.scope_of and item_id is not None:
+            scope, _, plain = item_id.partition(_SCOPE_MARK)
+            return ContextSource.model_validate({**source, "id": plain, "scope": scope})
+        return ContextSource.model_validate(source)
 
 
 def _time(document: Source) -> datetime:
