@@ -15,8 +15,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hippocampus.contracts.access import Grant, agent_grants, tenant_grants
 from hippocampus.contracts.limits import IDENTIFIER_PATTERN
-from hippocampus.contracts.routes import ROUTES, TENANT_PREFIX
+from hippocampus.contracts.routes import ROUTES
 from infra.config import DeploymentConfig
 from infra.functions import entry_point, retention
 from infra.nag import acknowledge, nag_text
@@ -269,25 +270,73 @@ class Api(Construct):
     def tenant_arn(self, tenant_id: str) -> str:
         """`arn:…:execute-api:<region>:<account>:<api-id>/<stage>/*/v1/tenants/<tenant_id>/*`."""
         validate_tenant_id(tenant_id)
-        path = TENANT_PREFIX.replace("{tenant_id}", tenant_id) + "/*"
-        return self.rest_api.arn_for_execute_api(method="*", path=path, stage=self.stage_name)
+        (arn,) = self._grant_arns(tenant_grants(tenant_id))
+        return arn
+
+    def agent_arns(self, tenant_id: str, agent_id: str) -> list[str]:
+        """`arn:…:<api-id>/<stage>/*/v1/tenants/<tenant_id>/users/*/agents/<agent_id>/*`."""
+        validate_tenant_id(tenant_id)
+        validate_agent_id(agent_id)
+        return self._grant_arns(agent_grants(tenant_id, agent_id))
+
+    def _grant_arns(self, grants: tuple[Grant, ...]) -> list[str]:
+        """One `execute-api:Invoke` resource ARN of this stage per grant of contracts/access.py."""
+        return [
+            self.rest_api.arn_for_execute_api(method=g.method, path=g.path, stage=self.stage_name)
+            for g in grants
+        ]
 
     def grant_tenant_access(self, principal: iam.IGrantable, tenant_id: str) -> iam.Grant:
-        """Allow `principal` every method under `/v1/tenants/<tenant_id>/` of this stage, and nothing else."""
-        arn = self.tenant_arn(tenant_id)
+        """Allow `principal` every method under `/v1/tenants/<tenant_id>/` of this stage, and nothing else
+        (`hippocampus.contracts.access.tenant_grants`, the rule the local stack applies too)."""
+        validate_tenant_id(tenant_id)
+        return self._grant(
+            principal,
+            self._grant_arns(tenant_grants(tenant_id)),
+            f"Scoped to tenant {tenant_id} of stage {self.stage_name}: the wildcards cover the HTTP "
+            "method and the routes below /v1/tenants/<tenant_id>/, nothing outside that tenant.",
+        )
+
+    def grant_agent_access(self, principal: iam.IGrantable, tenant_id: str, agent_id: str) -> iam.Grant:
+        """Allow `principal` every method of agent `agent_id`'s routes of any user of tenant
+        `tenant_id` of this stage (`…/users/<user>/agents/<agent_id>/…`), and nothing else
+        (`hippocampus.contracts.access.agent_grants`, the rule the local stack applies too).
+
+        The user-level routes (`…/users/<user>/memory…`, the shared scope) are not granted, even
+        read-only: IAM's `*` spans `/`, so `GET …/users/*/memory` would also match
+        `GET …/users/<user>/agents/<other>/memory`, another agent's private scope. The agent reads
+        and searches the shared memory through its own routes (GET memory, query, context), which
+        return both scopes. Jobs (`/v1/tenants/<tenant_id>/jobs/…`), the user list and usage stay
+        tenant-level routes, outside this grant (docs/operations.md "Give a service access").
+        """
+        arns = self.agent_arns(tenant_id, agent_id)
+        return self._grant(
+            principal,
+            arns,
+            f"Scoped to agent {agent_id} of tenant {tenant_id} of stage {self.stage_name}: the wildcards "
+            "cover the HTTP method, the user, and the routes below that user's /agents/<agent_id>/; "
+            "no other agent's routes, no user-level route, nothing outside that tenant.",
+        )
+
+    def _grant(self, principal: iam.IGrantable, arns: list[str], reason: str) -> iam.Grant:
         grant = iam.Grant.add_to_principal(
-            grantee=principal, actions=["execute-api:Invoke"], resource_arns=[arn]
+            grantee=principal, actions=["execute-api:Invoke"], resource_arns=arns
         )
         if isinstance(principal, Construct):
-            acknowledge(
-                principal,
-                f"AwsSolutions-IAM5[Resource::{nag_text(self, arn)}]",
-                f"Scoped to tenant {tenant_id} of stage {self.stage_name}: the wildcards cover the HTTP "
-                "method and the routes below /v1/tenants/<tenant_id>/, nothing outside that tenant.",
-            )
+            for arn in arns:
+                acknowledge(principal, f"AwsSolutions-IAM5[Resource::{nag_text(self, arn)}]", reason)
         return grant
 
 
+def _validate_identifier(field: str, value: str) -> None:
+    # fullmatch: the pattern's `$` would also let a trailing newline through `re.match`.
+    if cdk.Token.is_unresolved(value) or not re.fullmatch(IDENTIFIER_PATTERN, value):
+        raise ValueError(f"{field} {value!r} must be a literal matching {IDENTIFIER_PATTERN}")
+
+
 def validate_tenant_id(tenant_id: str) -> None:
-    if cdk.Token.is_unresolved(tenant_id) or not re.match(IDENTIFIER_PATTERN, tenant_id):
-        raise ValueError(f"tenant_id {tenant_id!r} must be a literal matching {IDENTIFIER_PATTERN}")
+    _validate_identifier("tenant_id", tenant_id)
+
+
+def validate_agent_id(agent_id: str) -> None:
+    _validate_identifier("agent_id", agent_id)

@@ -92,6 +92,11 @@ class HippocampusStack(cdk.Stack):
         """Let `principal` call every route under `/v1/tenants/<tenant_id>/` of this stage, nothing else."""
         return self.api.grant_tenant_access(principal, tenant_id)
 
+    def grant_agent_access(self, principal: iam.IGrantable, tenant_id: str, agent_id: str) -> iam.Grant:
+        """Let `principal` call agent `agent_id`'s routes of any user of tenant `tenant_id` of this stage,
+        nothing else (no user-level route: `Api.grant_agent_access` says why)."""
+        return self.api.grant_agent_access(principal, tenant_id, agent_id)
+
     def _outputs(self) -> None:
         functions = self.functions
         # Under SnapStart the read functions are called through their `live` alias (a published
