@@ -9,6 +9,10 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from pydantic import TypeAdapter, ValidationError
+
+from hippocampus.contracts.access import PRINCIPAL_HEADER
+from local_stack.apigateway import PRINCIPAL_FORMS
 from local_stack.paths import DEFAULT_DATA_DIR, IN_MEMORY
 from local_stack.runtime import THROTTLE_WAIT_S, FunctionError
 from local_stack.stack import LocalStack, StackOptions
@@ -18,6 +22,12 @@ READY_LINE = "Hippocampus local stack ready on {url}"
 AUTH_LINE = (
     "Auth: none locally: no signature is checked and any tenant id is accepted (the examples use acme); "
     "the deployed API requires SigV4"
+)
+PRINCIPALS_AUTH_LINE = (
+    f"Auth: principals required (MEMORY_LOCAL_REQUIRE_PRINCIPAL): every request but /v1/health and "
+    f"/v1/openapi.json needs {PRINCIPAL_HEADER}: {PRINCIPAL_FORMS}, and may call only that principal's "
+    "routes (infra's grant_tenant_access, grant_agent_access); no signature is checked; the deployed API "
+    "requires SigV4"
 )
 
 
@@ -42,6 +52,18 @@ def _default_throttle_wait() -> float:
         return float(raw)
     except ValueError:
         sys.exit(f"MEMORY_LOCAL_THROTTLE_WAIT_S must be a number of seconds, got {raw!r}")
+
+
+def _require_principal() -> bool:
+    """$MEMORY_LOCAL_REQUIRE_PRINCIPAL: a boolean as the service's MEMORY_* booleans are read
+    (`true`, `false`, `1`, `0`, …); unset or blank: false."""
+    raw = os.getenv("MEMORY_LOCAL_REQUIRE_PRINCIPAL", "")
+    if not raw.strip():
+        return False
+    try:
+        return TypeAdapter(bool).validate_python(raw.strip())
+    except ValidationError:
+        sys.exit(f"MEMORY_LOCAL_REQUIRE_PRINCIPAL must be true or false, got {raw!r}")
 
 
 def _data_dir(args: argparse.Namespace) -> Path | None:
@@ -104,6 +126,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.throttle_wait = _default_throttle_wait()
     if args.throttle_wait < 0:
         parser.error("--throttle-wait must not be negative")
+    args.require_principal = _require_principal()
     return args
 
 
@@ -199,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             aws_port=args.aws_port,
             throttle_wait_s=args.throttle_wait,
             data_dir=args.data_dir,
+            require_principal=args.require_principal,
         )
     )
     try:
@@ -218,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
 
     url = stack.url
     print(READY_LINE.format(url=url), flush=True)
-    print(AUTH_LINE, flush=True)
+    print(PRINCIPALS_AUTH_LINE if args.require_principal else AUTH_LINE, flush=True)
     print(
         f"AWS endpoint: {stack.aws_endpoint} (moto; any credentials, region {stack.resources and stack.resources.region})",
         flush=True,
@@ -229,19 +253,21 @@ def main(argv: list[str] | None = None) -> int:
     invoke_line, invoke_example = _invoke_lines(stack, url)
     print(invoke_line, flush=True)
     print(_events_line(stack, url), flush=True)
-    print(
-        f"Memory browser: {url}/ui/?tenant=acme (the users, summaries, records and a query playground)",
-        flush=True,
-    )
+    browser = "the users, summaries, records and a query playground"
+    if args.require_principal:
+        browser += f"; it sends no {PRINCIPAL_HEADER}, so its calls are refused while principals are required"
+    print(f"Memory browser: {url}/ui/?tenant=acme ({browser})", flush=True)
     print("Try it:", flush=True)
+    # With principals required, the examples name the tenant they call.
+    as_acme = f" -H '{PRINCIPAL_HEADER}: tenant/acme'" if args.require_principal else ""
     print(
-        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory -H 'Content-Type: application/json' \\\n"
+        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory{as_acme} -H 'Content-Type: application/json' \\\n"
         """    -d '{"items": [{"text": "My name is Alice and I sell handmade candles on Shopify."}]}'""",
         flush=True,
     )
-    print(f"  curl -s {url}/v1/tenants/acme/users/alice/memory", flush=True)
+    print(f"  curl -s {url}/v1/tenants/acme/users/alice/memory{as_acme}", flush=True)
     print(
-        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory/query -H 'Content-Type: application/json' \\\n"
+        f"  curl -s -X POST {url}/v1/tenants/acme/users/alice/memory/query{as_acme} -H 'Content-Type: application/json' \\\n"
         """    -d '{"query": "What does Alice sell?"}'""",
         flush=True,
     )

@@ -5,7 +5,10 @@ headers, query strings, `requestContext`), its body text or base64 by API Gatewa
 media type rule; the function's proxy response is mapped back as API Gateway maps it (status,
 merged single- and multi-value headers, base64 bodies; 502 for an unhandled error or a
 malformed response). A method API Gateway does not route (TRACE, ...) is answered 404 in the
-envelope, without a function. The HTTP server itself is `http_server.py`.
+envelope, without a function. A request naming a principal (`X-Hippocampus-Principal`) is checked
+against that principal's grants as IAM checks a signed one, and with `require_principal` every
+request but health and the OpenAPI document must name one (docs/operations.md "Principals"). The
+HTTP server itself is `http_server.py`.
 """
 
 import base64
@@ -19,6 +22,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from hippocampus.contracts.access import PRINCIPAL_HEADER, allows, principal_grants
+from hippocampus.contracts.routes import HEALTH_PATH, OPENAPI_PATH
 from local_stack.events import ApiRequest, api_gateway_event
 from local_stack.paths import LOOPBACK
 from local_stack.runtime import FunctionError, Throttled
@@ -30,6 +35,11 @@ MAX_LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
 ROUTED_METHODS = frozenset({"DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"})
 NO_ROUTE_MESSAGE = "No route matches this method and path (or the request is not signed with SigV4)."
 THROTTLED_MESSAGE = "Too many requests: slow down and retry."  # infra/api.py GATEWAY_ERRORS, THROTTLED
+# What a principal header may say: a tenant (infra `grant_tenant_access`) or an agent of a tenant
+# (`grant_agent_access`), as `hippocampus.contracts.access.principal_grants` reads it.
+PRINCIPAL_FORMS = "tenant/<tenant_id> or tenant/<tenant_id>/agent/<agent_id>"
+# Paths no principal is checked on: liveness and the API's description stay open.
+OPEN_PATHS = frozenset({HEALTH_PATH, OPENAPI_PATH})
 
 log = logging.getLogger("local_stack.apigateway")
 
@@ -160,6 +170,44 @@ def gateway_error(status: HTTPStatus, code: str, message: str, request_id: str) 
     )
 
 
+def access_denied(message: str, request_id: str) -> HttpResponse:
+    """A principal the route is not granted to: ACCESS_DENIED, 403 (infra/api.py GATEWAY_ERRORS)."""
+    return gateway_error(HTTPStatus.FORBIDDEN, "access_denied", message, request_id)
+
+
+def principal_refusal(request: HttpRequest, stage: str, require_principal: bool) -> str | None:
+    """Why the principal `request` names may not make it, as ACCESS_DENIED's message; None when it
+    may (or names none, and none is required). The raw path is matched, as IAM matches the request's
+    resource; health and the OpenAPI document are never checked."""
+    path = urlsplit(request.target).path or "/"
+    if path in OPEN_PATHS:
+        return None
+    named = [value for name, value in request.headers if name.lower() == PRINCIPAL_HEADER.lower()]
+    if not named:
+        if not require_principal:
+            return None
+        return (
+            f"This request names no principal: the local stack requires an {PRINCIPAL_HEADER} header "
+            f"({PRINCIPAL_FORMS}) on every route but {HEALTH_PATH} and {OPENAPI_PATH} "
+            "(MEMORY_LOCAL_REQUIRE_PRINCIPAL)."
+        )
+    grants = principal_grants(named[0]) if len(named) == 1 else None
+    if grants is None:
+        return f"{PRINCIPAL_HEADER} must be one header, {PRINCIPAL_FORMS}; got {', '.join(repr(value[:200]) for value in named)}."
+    if allows(grants, request.method, path):
+        return None
+    granted = ", ".join(_resource(stage, grant.method, grant.path) for grant in grants)
+    return (
+        f"User: {named[0].strip()} is not authorized to perform: execute-api:Invoke on resource: "
+        f"{_resource(stage, request.method, path)} (its grants: {granted})"
+    )
+
+
+def _resource(stage: str, method: str, path: str) -> str:
+    """The tail of an `execute-api` resource ARN: `stage/METHOD/path`, as grants and IAM's messages spell it."""
+    return f"{stage}/{method.upper()}{path}"
+
+
 def integration_failure(request_id: str) -> HttpResponse:
     """A function error or a malformed proxy response: API Gateway's INTEGRATION_FAILURE (502)."""
     return gateway_error(
@@ -186,14 +234,26 @@ def request_too_large(request_id: str) -> HttpResponse:
 class ApiGateway:
     """Turns HTTP requests into proxy events, invokes the function, maps the response back."""
 
-    def __init__(self, invoke: Invoke, stage: str, binary_media_types: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        invoke: Invoke,
+        stage: str,
+        binary_media_types: tuple[str, ...] = (),
+        require_principal: bool = False,
+    ) -> None:
         self._invoke = invoke
         self.stage = stage
         self.binary_media_types = binary_media_types
+        # Every request but health and the OpenAPI document must name a principal.
+        self.require_principal = require_principal
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.method not in ROUTED_METHODS:
             return no_route(str(uuid.uuid4()))
+        refusal = principal_refusal(request, self.stage, self.require_principal)
+        if refusal is not None:
+            # IAM decides before the integration: no function runs.
+            return access_denied(refusal, str(uuid.uuid4()))
         if len(request.body) > MAX_LAMBDA_PAYLOAD_BYTES:
             # Lambda refuses a request payload over 6 MB before the function runs.
             return request_too_large(str(uuid.uuid4()))

@@ -45,6 +45,9 @@ class StackOptions:
     functions_dir: Path = FUNCTIONS_DIR
     # Where the state is kept across restarts; None: in memory only (docs/operations.md "Local stack").
     data_dir: Path | None = None
+    # Every request but health and the OpenAPI document must name a principal (MEMORY_LOCAL_REQUIRE_PRINCIPAL,
+    # docs/operations.md "Principals").
+    require_principal: bool = False
     # The user's environment; None: this process's environment.
     environment: Mapping[str, str] | None = None
     extra_environment: dict[str, str] = field(default_factory=dict)
@@ -85,7 +88,9 @@ class LocalStack:
         # Bind the API port first: a port in use fails at once, before anything else starts. The same
         # port serves Lambda's Invoke API over `self.functions`, filled before it serves anything.
         self.invoke_api = LambdaInvokeApi(self.functions, region)
-        gateway = ApiGateway(self._invoke_http, self.options.stage)
+        gateway = ApiGateway(
+            self._invoke_http, self.options.stage, require_principal=self.options.require_principal
+        )
         # SQS's API too, forwarded to moto: the CLI follows the events queue on this port.
         sqs = SqsProxy(lambda: self.moto.url, region)
         self._api = ApiServer(gateway, LOOPBACK, self.options.port, self.invoke_api, sqs)
