@@ -71,6 +71,28 @@ CLIENT_MODELS = (
             ),
         ),
     ),
+    ClientModel(
+        "MemoryScopes",
+        "MemoryScopes",
+        "The two scopes an agent reads of a user's memory: `shared`, the user's own (what every agent "
+        "and the user's routes see), and `agent`, the agent's private one (with its `agent_id`).",
+        requires=("shared", "agent"),
+    ),
+    ClientModel(
+        "AgentMemory",
+        "AgentMemoryBody",
+        "`GET …/agents/{agent_id}/memory`: an agent's view of a user's memory, both scopes "
+        '(docs/api.md "Agent scopes").',
+        requires=("tenant_id", "user_id", "agent_id", "scopes"),
+        client_fields=(
+            ClientField(
+                "etag",
+                "str | None",
+                "None",
+                "The ETag header of the answer (HTTP only), which covers both scopes.",
+            ),
+        ),
+    ),
     ClientModel("JobError", "JobError", "Why a job failed.", requires=("code",)),
     ClientModel(
         "Job",

@@ -479,14 +479,16 @@ def test_build_server_needs_a_strict_client(fake: FakeHippocampus) -> None:
 
 def test_the_options_and_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HIPPOCAMPUS_ENDPOINT", raising=False)
+    monkeypatch.delenv("HIPPOCAMPUS_AGENT", raising=False)
     monkeypatch.setenv("HIPPOCAMPUS_TENANT", "acme")
-    assert _options(["--local"]) == (LOCAL_ENDPOINT, "acme")
+    assert _options(["--local"]) == (LOCAL_ENDPOINT, "acme", None)
     assert _options(["--endpoint", "https://x.test/prod", "--tenant", "beta"]) == (
         "https://x.test/prod",
         "beta",
+        None,
     )
     monkeypatch.setenv("HIPPOCAMPUS_ENDPOINT", "http://env.test")
-    assert _options([]) == ("http://env.test", "acme")
+    assert _options([]) == ("http://env.test", "acme", None)
     for argv in (["--tenant", "not a tenant"], ["--local", "--endpoint", "http://x.test"]):
         with pytest.raises(SystemExit) as exit_info:
             _options(argv)

@@ -48,6 +48,7 @@ from .errors import (
 from .http import HttpTransport
 from .invoke import InvokeTarget, InvokeTransport, stack_outputs
 from .models import (
+    AgentMemory,
     Context,
     ContextSource,
     DeletionReceipt,
@@ -61,6 +62,7 @@ from .models import (
     JobError,
     Memory,
     MemoryRecord,
+    MemoryScopes,
     MemoryVersion,
     Pair,
     QueryAnswer,
@@ -80,6 +82,7 @@ from .writer import Unsent, WriterStats
 __all__ = [
     "MEMORY_PREFIX",
     "AccessDeniedError",
+    "AgentMemory",
     "ApiError",
     "AsyncMemoryClient",
     "AsyncMemoryOpenAI",
@@ -120,6 +123,7 @@ __all__ = [
     "MemoryClient",
     "MemoryOpenAI",
     "MemoryRecord",
+    "MemoryScopes",
     "MemoryVersion",
     "MethodNotAllowedError",
     "MissingDependencyError",

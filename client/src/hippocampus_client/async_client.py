@@ -16,6 +16,7 @@ from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
 from .models import (
+    AgentMemory,
     Context,
     DeletionReceipt,
     Episode,
@@ -61,29 +62,32 @@ class AsyncMemoryClient(ClientBase):
     # --- reads: None on any error --------------------------------------------------------------
 
     async def get(self, user: str) -> str | None:
-        return await self._run(programs.get(self.tenant, user), "get")
+        return await self._run(programs.get(self._scope(user)), "get")
 
     async def get_full(self, user: str) -> Memory | None:
-        return await self._run(programs.get_full(self.tenant, user), "get_full")
+        return await self._run(programs.get_full(self._scope(user)), "get_full")
+
+    async def get_scopes(self, user: str) -> AgentMemory | None:
+        return await self._run(programs.get_scopes(self._scope(user)), "get_scopes")
 
     async def query(self, user: str, text: str, **options: Unpack[QueryOptions]) -> QueryAnswer | None:
         request = self._query_request(text, options)
-        return await self._run(programs.query(self.tenant, user, request), "query")
+        return await self._run(programs.query(self._scope(user), request), "query")
 
     async def context(self, user: str, query: str | None = None, max_words: int = 300) -> Context | None:
         request = self._context_request(query, max_words)
-        return await self._run(programs.context(self.tenant, user, request), "context")
+        return await self._run(programs.context(self._scope(user), request), "context")
 
     async def history(self, user: str, limit: int = 20) -> list[MemoryVersion] | None:
-        return await self._run(programs.history(self.tenant, user, limit), "history")
+        return await self._run(programs.history(self._scope(user), limit), "history")
 
     async def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
         read = programs.ListRead(limit, self.policy.timeout)
-        return await self._run(programs.facts(self.tenant, user, read), "facts")
+        return await self._run(programs.facts(self._scope(user), read), "facts")
 
     async def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
         read = programs.ListRead(limit, self.policy.timeout)
-        return await self._run(programs.episodes(self.tenant, user, read), "episodes")
+        return await self._run(programs.episodes(self._scope(user), read), "episodes")
 
     async def records(
         self,
@@ -96,10 +100,10 @@ class AsyncMemoryClient(ClientBase):
     ) -> list[MemoryRecord] | None:
         read = programs.ListRead(limit, self.policy.timeout)
         view = RecordView(as_of, known_at, include_invalidated)
-        return await self._run(programs.records(self.tenant, user, read, view), "records")
+        return await self._run(programs.records(self._scope(user), read, view), "records")
 
     async def export(self, user: str) -> Export | None:
-        return await self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
+        return await self._run(programs.export(self._scope(user), self.policy.timeout), "export")
 
     async def job(self, job_id: str) -> Job | None:
         return await self._run(programs.job(self.tenant, job_id), "job")
@@ -126,11 +130,13 @@ class AsyncMemoryClient(ClientBase):
         upsert: bool = True,
         idempotency_key: str | None = None,
         wait: bool | float = False,
+        share: bool = False,
         **options: Unpack[ItemOptions],
     ) -> list[Job] | None:
         """None at once (sent in the background); with `strict=True`, sent now: the jobs; with
-        `wait=True` (or seconds), sent now and waited for: the final jobs, or None."""
-        call = self._ingest_call(user, content, options, upsert, idempotency_key)
+        `wait=True` (or seconds), sent now and waited for: the final jobs, or None. `share=True`:
+        to the user's shared memory (an agent's client only)."""
+        call = self._ingest_call(user, content, options, upsert, idempotency_key, share)
         if call is None:
             return None
         if wait:
@@ -147,22 +153,22 @@ class AsyncMemoryClient(ClientBase):
         return None
 
     async def put(self, user: str, memory: str, expected_version: int) -> Memory | None:
-        return await self._run(programs.put(self.tenant, user, memory, expected_version), "put")
+        return await self._run(programs.put(self._scope(user), memory, expected_version), "put")
 
     async def delete(self, user: str) -> bool:
-        return await self._run(programs.delete(self.tenant, user), "delete") is True
+        return await self._run(programs.delete(self._scope(user)), "delete") is True
 
     async def forget(self, user: str) -> str | None:
-        return await self._run(programs.forget(self.tenant, user), "forget")
+        return await self._run(programs.forget(self._scope(user)), "forget")
 
     async def deletion(self, user: str, receipt_id: str) -> DeletionReceipt | None:
-        return await self._run(programs.deletion(self.tenant, user, receipt_id), "deletion")
+        return await self._run(programs.deletion(self._scope(user), receipt_id), "deletion")
 
     async def delete_fact(self, user: str, fact_id: str) -> bool:
-        return await self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+        return await self._run(programs.delete_fact(self._scope(user), fact_id), "delete_fact") is True
 
     async def delete_record(self, user: str, record_id: str) -> bool:
-        return await self._run(programs.delete_record(self.tenant, user, record_id), "delete_record") is True
+        return await self._run(programs.delete_record(self._scope(user), record_id), "delete_record") is True
 
     # --- the background writer and the connections --------------------------------------------
 

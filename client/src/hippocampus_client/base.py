@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from . import calls, spool
 from .breaker import CircuitBreaker
-from .calls import Call
+from .calls import Call, Scope
 from .errors import CircuitOpenError, ConfigurationError, HippocampusError, InvalidInputError
 from .http import HttpTransport
-from .identifiers import check_tenant, loggable_ids
+from .identifiers import check_agent, check_tenant, loggable_ids
 from .invoke import InvokeTarget, InvokeTransport, stack_outputs
 from .items import Content, build_items
 from .retry import AsyncSender, Policy, SyncSender
@@ -27,6 +27,8 @@ from .writer import BackgroundWriter, Unsent, WriterOptions, WriterStats
 
 logger = logging.getLogger("hippocampus_client")
 ENDPOINT_VARIABLE, TENANT_VARIABLE = "HIPPOCAMPUS_ENDPOINT", "HIPPOCAMPUS_TENANT"
+# Read by the CLI and hippocampus-mcp only: a client is an agent's when made with `agent=`.
+AGENT_VARIABLE = "HIPPOCAMPUS_AGENT"
 
 
 class ItemOptions(TypedDict, total=False):
@@ -95,6 +97,9 @@ class ClientBase:
     """Settings shared by both clients.
 
     - `endpoint`, `tenant`: default to HIPPOCAMPUS_ENDPOINT and HIPPOCAMPUS_TENANT.
+    - `agent`: every per-user call goes to that agent's scope of the user's memory, the routes
+      under `…/users/{user}/agents/{agent}/` (client/README.md, "Agent scopes"); an id, checked
+      like the tenant. No variable stands in for it.
     - An `https://` endpoint is signed with SigV4 (the `[aws]` extra; `region` from the host
       name or the environment); `http://` is not. `sign` overrides that choice.
     - `invoke=InvokeTarget(...)` (with `lambda_endpoint_url` for a local Invoke API) calls the
@@ -118,6 +123,7 @@ class ClientBase:
         endpoint: str | None = None,
         tenant: str | None = None,
         *,
+        agent: str | None = None,
         strict: bool = False,
         timeout: float = 3.0,
         write_timeout: float = 10.0,
@@ -138,6 +144,7 @@ class ClientBase:
         if not self.tenant:
             raise ConfigurationError(f"no tenant: pass tenant=... or set {TENANT_VARIABLE}")
         check_tenant(self.tenant)
+        self.agent = None if agent is None else check_agent(agent)
         self.strict = strict
         self.transport: Transport = transport or make_transport(
             endpoint, region=region, sign=sign, invoke=invoke, lambda_endpoint_url=lambda_endpoint_url
@@ -191,7 +198,11 @@ class ClientBase:
         return cls(tenant=tenant, transport=transport, **options)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(tenant={self.tenant!r}, transport={self.transport!r}, strict={self.strict})"
+        agent = f", agent={self.agent!r}" if self.agent is not None else ""
+        return (
+            f"{type(self).__name__}(tenant={self.tenant!r}{agent}, transport={self.transport!r}, "
+            f"strict={self.strict})"
+        )
 
     def writer_stats(self) -> WriterStats:
         """Counts of items of the background writer: queued, in flight, sent, failed, dropped,
@@ -199,6 +210,10 @@ class ClientBase:
         return self._writer.stats()
 
     # --- shared by both clients' methods -------------------------------------------------------
+
+    def _scope(self, user: str) -> Scope:
+        """Whose memory a per-user call reads or writes: the user's, or this client's agent's scope."""
+        return Scope(self.tenant, user, self.agent)
 
     def _failed(self, error: BaseException, step: object, what: str) -> None:
         """Strict: raise. Otherwise log the failure (ids, status and code, never content)."""
@@ -225,16 +240,36 @@ class ClientBase:
         options: Mapping[str, Any],
         upsert: bool,
         idempotency_key: str | None,
+        share: bool = False,
     ) -> Call | None:
-        """The ingest request of an `add`; None (logged) when there is nothing valid to send."""
+        """The ingest request of an `add`; None (logged) when there is nothing valid to send.
+        `share`: each item goes to the user's shared memory rather than the agent's own."""
         try:
-            return calls.ingest(self.tenant, user, build_items(content, options), upsert, idempotency_key)
+            if share is not False:
+                self._check_share(share)
+                options = {**options, "share": True}
+            items = build_items(content, options)
+            return calls.ingest(self._scope(user), items, upsert, idempotency_key)
         except Exception as error:  # e.g. a number for `content`, None for `user`: never raised by default
             problem = (
                 error if isinstance(error, HippocampusError) else InvalidInputError(type(error).__name__)
             )
-            self._failed(problem, loggable_ids(tenant_id=self.tenant, user_id=user), "add")
+            ids = {"tenant_id": self.tenant, "user_id": user}
+            if self.agent is not None:
+                ids["agent_id"] = self.agent
+            self._failed(problem, loggable_ids(**ids), "add")
             return None
+
+    def _check_share(self, share: object) -> None:
+        """`share=True` is an agent's only: a user's routes write the shared memory already, and
+        refuse the field (docs/api.md "Agent scopes")."""
+        if share is not True:
+            message = "share must be True or False"
+        elif self.agent is None:
+            message = "share=True needs a client of an agent (agent=...): a user's memory is shared already"
+        else:
+            return
+        raise InvalidInputError(message, details=[{"field": "share", "message": message, "type": "share"}])
 
     @staticmethod
     def _query_request(text: str, options: QueryOptions) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 A `Call` says everything about one request once, as its route takes it (docs/api.md "Routes"):
 the HTTP method, the path template and its ids, the query, the headers and the body. The HTTP
 transports send them as a request; the invoke transport sends the same values as the route's
-direct-invocation payload (`fields`, docs/api.md "Direct invocation").
+direct-invocation payload (`fields`, docs/api.md "Direct invocation"). A call on a user's memory
+is made for a `Scope`: the user's own routes, or an agent's scope of them, the same routes under
+`…/users/{user_id}/agents/{agent_id}/` with their own actions (docs/api.md "Agent scopes").
 
 A path is built only from checked ids (identifiers.py), and a `Call` refuses, when it is made,
 an id field that is no identifier and a path with a segment that an HTTP library or a proxy
@@ -14,7 +16,7 @@ can send a request to a route other than the one it names (client/README.md, "Id
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote, unquote
 
 from .errors import InvalidInputError
@@ -22,11 +24,33 @@ from .identifiers import check_identifier
 
 FunctionName = Literal["get_memory", "ingest", "recall"]
 READ, WRITE = "read", "write"
-ID_FIELDS = ("tenant_id", "user_id", "job_id", "fact_id", "record_id", "receipt_id")
+ID_FIELDS = ("tenant_id", "user_id", "agent_id", "job_id", "fact_id", "record_id", "receipt_id")
 TENANT = "/v1/tenants/{tenant_id}"
 MEMORY = TENANT + "/users/{user_id}/memory"
+# An agent's scope of a user's memory: the same routes under `…/agents/{agent_id}/` (docs/api.md
+# "Agent scopes").
+AGENT_MEMORY = TENANT + "/users/{user_id}/agents/{agent_id}/memory"
 JOB = TENANT + "/jobs/{job_id}"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+INGEST: Final = "ingest"
+# The action of an agent's route, by its user route's: the operationId in snake_case, with
+# "agent" in it (`getAgentMemory` is `get_agent_memory`; docs/api.md "Direct invocation").
+AGENT_ACTIONS: Final = {
+    "get_memory": "get_agent_memory",
+    INGEST: "ingest_agent_memory",
+    "put_memory": "put_agent_memory",
+    "delete_memory": "delete_agent_memory",
+    "get_history": "get_agent_history",
+    "export_memory": "export_agent_memory",
+    "list_facts": "list_agent_facts",
+    "list_episodes": "list_agent_episodes",
+    "list_records": "list_agent_records",
+    "delete_fact": "delete_agent_fact",
+    "delete_record": "delete_agent_record",
+    "get_deletion": "get_agent_deletion",
+    "query_memory": "query_agent_memory",
+    "get_context": "get_agent_context",
+}
 
 
 @dataclass(frozen=True)
@@ -63,7 +87,7 @@ class Call:
         return self.ids | self.params | headers | body
 
     def log_ids(self) -> str:
-        """The ids of the call for logs: tenant, user, job, fact or record ids; never content."""
+        """The ids of the call for logs: tenant, user, agent, job, fact or record ids; never content."""
         return " ".join(f"{name}={self.ids[name]}" for name in ID_FIELDS if name in self.ids)
 
 
@@ -92,21 +116,51 @@ def _check_path(path: str) -> None:
         )
 
 
-def _ids(tenant: str, user: str) -> dict[str, Any]:
-    return {"tenant_id": tenant, "user_id": user}
+@dataclass(frozen=True)
+class Scope:
+    """Whose memory a call reads or writes: a user's (`agent` None), or an agent's scope of that
+    user's memory (docs/api.md "Agent scopes"), whose routes are the user's under `…/agents/{agent_id}/`."""
+
+    tenant: str
+    user: str
+    agent: str | None = None
+
+    @property
+    def ids(self) -> dict[str, Any]:
+        """The path's ids: `tenant_id`, `user_id`, and `agent_id` for an agent's scope."""
+        ids: dict[str, Any] = {"tenant_id": self.tenant, "user_id": self.user}
+        return ids | ({"agent_id": self.agent} if self.agent is not None else {})
+
+    @classmethod
+    def of(cls, fields: Mapping[str, Any]) -> "Scope":
+        """The scope of a call's `fields` (a spooled line's too)."""
+        return cls(fields["tenant_id"], fields["user_id"], fields.get("agent_id"))
+
+    def call(self, action: str, function: FunctionName, method: str, suffix: str, **options: Any) -> Call:
+        """The call of `action` on this scope's memory route + `suffix`: the user's route and action,
+        or the agent's (`AGENT_ACTIONS`); `ids` in `options` are added to the scope's."""
+        ids = self.ids | options.pop("ids", {})
+        if self.agent is None:
+            return Call(action, function, method, MEMORY + suffix, ids, **options)
+        return Call(AGENT_ACTIONS[action], function, method, AGENT_MEMORY + suffix, ids, **options)
 
 
-def get_memory(tenant: str, user: str) -> Call:
-    return Call("get_memory", "get_memory", "GET", MEMORY, _ids(tenant, user))
+def is_ingest(call: Call) -> bool:
+    """A `POST …/memory` of items, to a user's route or to an agent's."""
+    return call.action in (INGEST, AGENT_ACTIONS[INGEST])
 
 
-def get_history(tenant: str, user: str, limit: int) -> Call:
-    return Call("get_history", "get_memory", "GET", MEMORY + "/history", _ids(tenant, user), {"limit": limit})
+def get_memory(scope: Scope) -> Call:
+    return scope.call("get_memory", "get_memory", "GET", "")
 
 
-def export_memory(tenant: str, user: str, cursor: str | None) -> Call:
+def get_history(scope: Scope, limit: int) -> Call:
+    return scope.call("get_history", "get_memory", "GET", "/history", params={"limit": limit})
+
+
+def export_memory(scope: Scope, cursor: str | None) -> Call:
     params: dict[str, str | int] = {"cursor": cursor} if cursor else {}
-    return Call("export_memory", "get_memory", "GET", MEMORY + "/export", _ids(tenant, user), params)
+    return scope.call("export_memory", "get_memory", "GET", "/export", params=params)
 
 
 def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
@@ -122,8 +176,7 @@ ListName = Literal["facts", "episodes", "records"]
 
 
 def list_page(
-    tenant: str,
-    user: str,
+    scope: Scope,
     what: ListName,
     limit: int,
     cursor: str | None,
@@ -132,51 +185,45 @@ def list_page(
     """One page of a list route; `filters` are the list's own parameters (records: `as_of`, ...)."""
     params: dict[str, str | int | bool] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
     params |= filters or {}
-    return Call(f"list_{what}", "get_memory", "GET", f"{MEMORY}/{what}", _ids(tenant, user), params)
+    return scope.call(f"list_{what}", "get_memory", "GET", f"/{what}", params=params)
 
 
-def query_memory(tenant: str, user: str, request: dict[str, Any]) -> Call:
-    ids = _ids(tenant, user)
-    return Call("query_memory", "recall", "POST", MEMORY + "/query", ids, body=request, body_as_request=True)
+def query_memory(scope: Scope, request: dict[str, Any]) -> Call:
+    return scope.call("query_memory", "recall", "POST", "/query", body=request, body_as_request=True)
 
 
-def get_context(tenant: str, user: str, request: dict[str, Any]) -> Call:
-    ids = _ids(tenant, user)
-    return Call("get_context", "recall", "POST", MEMORY + "/context", ids, body=request, body_as_request=True)
+def get_context(scope: Scope, request: dict[str, Any]) -> Call:
+    return scope.call("get_context", "recall", "POST", "/context", body=request, body_as_request=True)
 
 
-def ingest(
-    tenant: str, user: str, items: list[dict[str, Any]], upsert: bool, idempotency_key: str | None
-) -> Call:
+def ingest(scope: Scope, items: list[dict[str, Any]], upsert: bool, idempotency_key: str | None) -> Call:
     for position, item in enumerate(items):
         if isinstance(item, dict) and item.get("id") is not None:
             check_identifier(f"items[{position}].id", item["id"])
     body = {"items": items, "upsert": upsert}
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-    return Call(
-        "ingest", "ingest", "POST", MEMORY, _ids(tenant, user), body=body, headers=headers, kind=WRITE
-    )
+    return scope.call(INGEST, "ingest", "POST", "", body=body, headers=headers, kind=WRITE)
 
 
-def put_memory(tenant: str, user: str, memory: str, expected_version: int) -> Call:
+def put_memory(scope: Scope, memory: str, expected_version: int) -> Call:
     body = {"memory": memory, "expected_version": expected_version}
-    return Call("put_memory", "ingest", "PUT", MEMORY, _ids(tenant, user), body=body, kind=WRITE)
+    return scope.call("put_memory", "ingest", "PUT", "", body=body, kind=WRITE)
 
 
-def delete_memory(tenant: str, user: str) -> Call:
-    return Call("delete_memory", "ingest", "DELETE", MEMORY, _ids(tenant, user), kind=WRITE)
+def delete_memory(scope: Scope) -> Call:
+    return scope.call("delete_memory", "ingest", "DELETE", "", kind=WRITE)
 
 
-def get_deletion(tenant: str, user: str, receipt_id: str) -> Call:
-    ids = _ids(tenant, user) | {"receipt_id": receipt_id}
-    return Call("get_deletion", "get_memory", "GET", MEMORY + "/deletions/{receipt_id}", ids)
+def get_deletion(scope: Scope, receipt_id: str) -> Call:
+    ids = {"receipt_id": receipt_id}
+    return scope.call("get_deletion", "get_memory", "GET", "/deletions/{receipt_id}", ids=ids)
 
 
-def delete_fact(tenant: str, user: str, fact_id: str) -> Call:
-    ids = _ids(tenant, user) | {"fact_id": fact_id}
-    return Call("delete_fact", "ingest", "DELETE", MEMORY + "/facts/{fact_id}", ids, kind=WRITE)
+def delete_fact(scope: Scope, fact_id: str) -> Call:
+    ids = {"fact_id": fact_id}
+    return scope.call("delete_fact", "ingest", "DELETE", "/facts/{fact_id}", ids=ids, kind=WRITE)
 
 
-def delete_record(tenant: str, user: str, record_id: str) -> Call:
-    ids = _ids(tenant, user) | {"record_id": record_id}
-    return Call("delete_record", "ingest", "DELETE", MEMORY + "/records/{record_id}", ids, kind=WRITE)
+def delete_record(scope: Scope, record_id: str) -> Call:
+    ids = {"record_id": record_id}
+    return scope.call("delete_record", "ingest", "DELETE", "/records/{record_id}", ids=ids, kind=WRITE)

@@ -24,7 +24,7 @@ from .cli_output import count, emit_json, indented, job_line, note, record_line,
 from .cli_redrive import redrive
 from .cli_settings import CliGroup, CliState, pass_state
 from .cli_ui import ui
-from .models import Memory
+from .models import AgentMemory, Memory
 
 
 @click.group(cls=CliGroup, params=global_options(), context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,6 +34,7 @@ def cli(
     ctx: click.Context,
     endpoint: str | None,
     tenant: str | None,
+    agent: str | None,
     as_json: bool,
     local: bool,
     stack: str | None,
@@ -43,15 +44,19 @@ def cli(
     """Per-user memory for LLM applications: read, add, recall, list records, forget, import, redrive, usage,
     browse, follow the change events.
 
-    Global options go before the command, or after it (client/README.md "CLI"):
+    Global options go before the command, or after it (client/README.md "CLI"); with --agent, every
+    command about a user reads and writes that agent's scope of the user's memory:
 
     \b
       hippocampus --endpoint http://127.0.0.1:3000 --tenant acme get alice
       hippocampus --local --tenant acme add alice "I sell candles." --wait
       hippocampus query alice "payment provider" --local --tenant acme --json
+      hippocampus --local --tenant acme --agent research add alice "Prefers email." --share
     """
     given = ctx.get_parameter_source("endpoint") == click.core.ParameterSource.COMMANDLINE
-    state = CliState(endpoint, tenant, as_json, local, stack, region, timeout, endpoint_given=given)
+    state = CliState(
+        endpoint, tenant, as_json, local, stack, region, timeout, agent=agent, endpoint_given=given
+    )
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -68,8 +73,13 @@ cli.add_command(ui)
 @click.option("--full", is_flag=True, help="Also the version, the ETag and the facts.")
 @pass_state
 def get(state: CliState, user: str, full: bool) -> None:
-    """Print USER's summary (nothing, and a note on stderr, before a first version)."""
-    memory = required(state.client().get_full(user))
+    """Print USER's summary (nothing, and a note on stderr, before a first version); with --agent,
+    the user's shared summary and the agent's own."""
+    client = state.client()
+    if client.agent is not None:
+        _print_scopes(state, required(client.get_scopes(user)), full)
+        return
+    memory = required(client.get_full(user))
     if state.as_json:
         keep = None if full else {"tenant_id", "user_id", "memory", "version", "updated_at"}
         emit_json(memory.model_dump(mode="json", include=keep))
@@ -80,6 +90,21 @@ def get(state: CliState, user: str, full: bool) -> None:
         note(f"no summary for {user} yet (version 0)")
     if full:
         _print_details(memory)
+
+
+def _print_scopes(state: CliState, both: AgentMemory, full: bool) -> None:
+    """An agent's view (docs/api.md "Agent scopes"): the shared scope, then the agent's own."""
+    if state.as_json:
+        brief = dict.fromkeys(("memory", "version", "updated_at"), True)
+        ids = dict.fromkeys(("tenant_id", "user_id", "agent_id"), True)
+        keep = None if full else ids | {"scopes": {"shared": brief, "agent": brief}}
+        emit_json(both.model_dump(mode="json", include=keep))
+        return
+    for label, memory in (("shared", both.scopes.shared), (f"agent {both.agent_id}", both.scopes.agent)):
+        click.echo(f"{label} (version {memory.version}):")
+        click.echo(indented(memory.memory if memory.memory is not None else "(no summary yet)"))
+        if full:
+            _print_details(memory)
 
 
 def _print_details(memory: Memory) -> None:
@@ -159,7 +184,8 @@ def query(
     if not answer.results:
         note("no fact or episode matches")
     for result in answer.results:
-        click.echo(f"{result.score:.3f} {result.type} {result.id}\n{indented(result.text)}")
+        scope = f" ({result.scope})" if result.scope else ""  # an agent's: shared or its own
+        click.echo(f"{result.score:.3f} {result.type} {result.id}{scope}\n{indented(result.text)}")
 
 
 @cli.command()
@@ -217,16 +243,20 @@ def records(
 @pass_state
 def forget(state: CliState, user: str, fact_id: str | None, record_id: str | None, yes: bool) -> None:
     """Forget USER entirely: summary, facts, records, episodes, history, jobs (docs/api.md
-    "Forgetting a user"); or, with --fact or --record, that one fact or record."""
+    "Forgetting a user"); or, with --fact or --record, that one fact or record. With --agent,
+    what that agent's scope holds: the user's shared memory and the other agents' stay."""
     if fact_id and record_id:
         raise click.UsageError("give --fact or --record, not both")
     client = state.client()
+    of = f"{user}" if client.agent is None else f"{user} in agent {client.agent}'s scope"
     if fact_id:
-        what = f"fact {fact_id} of {user}"
+        what = f"fact {fact_id} of {of}"
     elif record_id:
-        what = f"record {record_id} of {user}"
-    else:
+        what = f"record {record_id} of {of}"
+    elif client.agent is None:
         what = f"everything stored about {user}"
+    else:
+        what = f"everything agent {client.agent} keeps about {user}"
     if not yes:
         click.confirm(f"Delete {what} (tenant {client.tenant})?", abort=True, err=True)
     receipt_id = None
@@ -238,8 +268,12 @@ def forget(state: CliState, user: str, fact_id: str | None, record_id: str | Non
         receipt_id = client.forget(user)
     if state.as_json:
         one = {"fact_id": fact_id} if fact_id else {"record_id": record_id} if record_id else {}
+        agent = {"agent_id": client.agent} if client.agent is not None else {}
         emit_json(
-            {"deleted": True, "user_id": user} | one | ({"receipt_id": receipt_id} if receipt_id else {})
+            {"deleted": True, "user_id": user}
+            | agent
+            | one
+            | ({"receipt_id": receipt_id} if receipt_id else {})
         )
     else:
         click.echo(f"deleted {what}" + (f" (deletion receipt {receipt_id})" if receipt_id else ""))

@@ -60,6 +60,11 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
     help="When it happened, RFC 3339 with Z or an offset (2023-05-08T13:56:00Z). Default: when the API accepts it.",
 )
 @click.option("--idempotency-key", metavar="KEY", help="Sent as the Idempotency-Key header.")
+@click.option(
+    "--share",
+    is_flag=True,
+    help="With --agent: store it in the user's shared memory, seen by every agent, not the agent's own.",
+)
 @click.option("--wait", "wait_for", is_flag=True, help="Wait until the jobs are final; exit 1 if one failed.")
 @click.option("--wait-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True)
 @pass_state
@@ -78,6 +83,7 @@ def add(
     instructions: str | None,
     occurred_at: str | None,
     idempotency_key: str | None,
+    share: bool,
     wait_for: bool,
     wait_timeout: float,
 ) -> None:
@@ -88,9 +94,14 @@ def add(
     Assistant: Nice!"
     echo "Prefers email." | hippocampus --local --tenant acme add alice --fact contact
     hippocampus --local --tenant acme add alice "Moved to Lyon." --occurred-at 2023-05-08T13:56:00Z
+    hippocampus --local --tenant acme --agent research add alice "Prefers email." --share
     """
     if item_id and fact_id:
         raise click.UsageError("--fact ID is the item's id already: give --id or --fact")
+    if share and not state.agent:
+        raise click.UsageError(
+            "--share stores into the user's shared memory from an agent's scope: give --agent"
+        )
     content = _content(_read_input(text, source), json_input)
     options: ItemOptions = {}
     if fact_id:
@@ -109,7 +120,8 @@ def add(
         options["custom_instructions"] = instructions
     if occurred_at:
         options["occurred_at"] = occurred_at
-    jobs = required(state.client().add(user, content, idempotency_key=idempotency_key, **options))
+    client = state.client()
+    jobs = required(client.add(user, content, idempotency_key=idempotency_key, share=share, **options))
     if wait_for:
         raise click.exceptions.Exit(wait_and_report(state, [j.job_id for j in jobs], wait_timeout))
     print_jobs(state, jobs)

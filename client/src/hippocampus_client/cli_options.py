@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import click
 from click.core import ParameterSource
 
-from .base import ENDPOINT_VARIABLE, TENANT_VARIABLE
+from .base import AGENT_VARIABLE, ENDPOINT_VARIABLE, TENANT_VARIABLE
 from .cli_settings import CliState
 from .errors import InvalidInputError
 from .identifiers import IDENTIFIER
@@ -109,6 +109,14 @@ def global_options(after_command: bool = False) -> list[click.Option]:
             metavar="TENANT",
             help="The tenant whose users these are.",
             **variable(TENANT_VARIABLE),
+            **later,
+        ),
+        click.Option(
+            ["--agent"],
+            type=ID,
+            metavar="AGENT",
+            help="An agent's scope of each user's memory: its own routes (…/users/U/agents/AGENT/memory).",
+            **variable(AGENT_VARIABLE),
             **later,
         ),
         click.Option(

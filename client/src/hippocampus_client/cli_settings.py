@@ -34,6 +34,7 @@ class CliState:
     stack: str | None = None
     region: str | None = None
     timeout: float = 30.0
+    agent: str | None = None  # `--agent`: every per-user command goes to that agent's scope
     # `--endpoint` was on the command line: `--local` then keeps it (a local stack on another port),
     # while over HIPPOCAMPUS_ENDPOINT `--local` wins.
     endpoint_given: bool = False
@@ -68,6 +69,7 @@ class CliState:
                 # No circuit breaker: a person asked for this request, and backfill retries with
                 # its own pauses; a skipped request would only hide the error that happened.
                 "breaker_cooldown": 0.0,
+                "agent": self.agent,
             }
             if self.stack:
                 self._client = MemoryClient.from_stack(

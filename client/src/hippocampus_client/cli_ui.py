@@ -44,6 +44,10 @@ DEFAULT_PORT = 8765
 @pass_state
 def ui(state: CliState, port: int, user: str | None, open_page: bool) -> None:
     """Serve the memory browser on http://127.0.0.1:PORT/ui/ for --tenant, its calls to --endpoint."""
+    if state.agent:
+        raise click.UsageError(
+            "the memory browser shows users' own memory, not an agent's scope: drop --agent"
+        )
     try:
         endpoint = _endpoint(state)
         server = UiServer(endpoint, port=port, region=state.region)

@@ -32,8 +32,18 @@ def check_identifier(field: str, value: object) -> str:
 
 def check_tenant(value: str) -> str:
     """The client's tenant, checked once when the client is made: a `ConfigurationError` if invalid."""
+    return _check_setting("tenant", value)
+
+
+def check_agent(value: object) -> str:
+    """The client's agent (docs/api.md "Agent scopes"), checked once when the client is made, as
+    the tenant is: a `ConfigurationError` if invalid."""
+    return _check_setting("agent", value)
+
+
+def _check_setting(name: str, value: object) -> str:
     try:
-        return check_identifier("tenant", value)
+        return check_identifier(name, value)
     except InvalidInputError as error:
         raise ConfigurationError(error.message, details=error.details) from None
 

@@ -42,6 +42,16 @@ Side = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=NOT_BLANK)]
 Kind = ResultKind
 KINDS: tuple[str, ...] = get_args(ResultKind)  # what `recall` may be limited to: the API's kinds
+# Where a result of an agent's server comes from (docs/api.md "Agent scopes").
+SCOPE_DESCRIPTION = (
+    "'shared' (the user's memory, seen by every agent) or 'agent' (this agent's own); "
+    "only when the server serves an agent (hippocampus-mcp --agent)."
+)
+
+
+def _absent(value: object) -> bool:
+    """An agent's field left out of a user's server's results, which stay as they were."""
+    return value is None
 
 
 class RecallHit(BaseModel):
@@ -55,6 +65,7 @@ class RecallHit(BaseModel):
     score: float = Field(description="Relevance in [0, 1], highest first.")
     metadata: dict[str, Any] = Field(default_factory=dict)
     updated_at: str | None = None
+    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION, exclude_if=_absent)
 
 
 class RecallResult(BaseModel):
@@ -64,6 +75,7 @@ class RecallResult(BaseModel):
 class ContextSourceInfo(BaseModel):
     type: str = Field(description="'memory' (the summary), 'fact', 'episode' or 'record'.")
     id: str | None = None
+    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION, exclude_if=_absent)
 
 
 class ContextResult(BaseModel):
@@ -120,6 +132,14 @@ class MemoryResult(BaseModel):
     facts_total: int
 
 
+class AgentMemoryResult(MemoryResult):
+    """`read_memory` of an agent's server: the agent's own scope of the user's memory (the fields
+    above), and the user's shared memory, which every agent reads."""
+
+    agent_id: str
+    shared: MemoryResult = Field(description="The user's shared memory: summary, version and facts.")
+
+
 class RecordInfo(BaseModel):
     id: str
     text: str
@@ -141,7 +161,9 @@ class RecordsResult(BaseModel):
 
 class ForgetResult(BaseModel):
     user_id: str
-    forgotten: Literal["user", "fact"]
+    # `agent`: everything an agent's scope held about the user (an agent's server only).
+    forgotten: Literal["user", "fact", "agent"]
+    agent_id: str | None = Field(default=None, exclude_if=_absent)
     fact_id: str | None = None
     # The user's: the id of the deletion receipt, what the forget erased (docs/api.md "Deletion receipts").
     receipt_id: str | None = None

@@ -1,5 +1,9 @@
 """The six tools of `hippocampus-mcp` (client/README.md, "MCP server"), bound to one strict client.
 
+`AgentMemoryTools` serves an agent's scope (`hippocampus-mcp --agent`, docs/api.md "Agent
+scopes"): the same tools, on the agent's routes, with `remember(share=...)`, both scopes in
+`read_memory`, and `forget` erasing the agent's scope only.
+
 Each tool is a method of `MemoryTools`: its type hints are the tool's input schema (the API's
 limits, mcp_models.py), its docstring the description the agent reads, its result model the
 output schema. The client's typed errors become tool errors naming the code (docs/api.md
@@ -23,6 +27,7 @@ from .mcp_models import (
     MAX_RECORDS,
     MAX_TOP_K,
     MAX_WAIT_SECONDS,
+    AgentMemoryResult,
     ContextResult,
     ContextSourceInfo,
     FactId,
@@ -42,12 +47,40 @@ from .mcp_models import (
     Title,
     UserId,
 )
-from .models import Job
+from .models import AgentMemory, Job, Memory
 from .sync_client import MemoryClient
 
 logger = logging.getLogger("hippocampus_client.mcp")
 # A TypeVar, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
 T = TypeVar("T")
+
+# `remember`'s parameters, shared by both servers' `remember`.
+NoteText = Annotated[Text | None, Field(description="A note about the user to keep.")]
+UserSide = Annotated[Side | None, Field(description="The user's side of a turn.")]
+AssistantSide = Annotated[Side | None, Field(description="The answer of the turn.")]
+NoteFactId = Annotated[
+    FactId | None,
+    Field(description="Store `text` verbatim as a fact under this id (replacing one with it)."),
+]
+NoteTitle = Annotated[Title | None, Field(description="A short label kept with it.")]
+NoteMetadata = Annotated[
+    dict[str, Any] | None, Field(description="A JSON object kept with it (at most 16 KiB).")
+]
+OccurredAt = Annotated[
+    str | None,
+    Field(description="When it happened, RFC 3339 with Z or an offset (2023-05-08T13:56:00Z); default: now."),
+]
+WaitSeconds = Annotated[
+    int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Wait this long for a turn to be condensed.")
+]
+Share = Annotated[
+    bool,
+    Field(
+        description="Keep it in the user's shared memory, which every agent reads, rather than this "
+        "agent's own (default)."
+    ),
+]
+ForgetFactId = Annotated[FactId | None, Field(description="Forget only this fact.")]
 
 
 def _describe(error: HippocampusError) -> str:
@@ -140,26 +173,14 @@ class MemoryTools:
     def remember(
         self,
         user_id: UserId,
-        text: Annotated[Text | None, Field(description="A note about the user to keep.")] = None,
-        user_message: Annotated[Side | None, Field(description="The user's side of a turn.")] = None,
-        assistant_message: Annotated[Side | None, Field(description="The answer of the turn.")] = None,
-        fact_id: Annotated[
-            FactId | None,
-            Field(description="Store `text` verbatim as a fact under this id (replacing one with it)."),
-        ] = None,
-        title: Annotated[Title | None, Field(description="A short label kept with it.")] = None,
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="A JSON object kept with it (at most 16 KiB).")
-        ] = None,
-        occurred_at: Annotated[
-            str | None,
-            Field(
-                description="When it happened, RFC 3339 with Z or an offset (2023-05-08T13:56:00Z); default: now."
-            ),
-        ] = None,
-        wait_seconds: Annotated[
-            int, Field(ge=0, le=MAX_WAIT_SECONDS, description="Wait this long for a turn to be condensed.")
-        ] = 0,
+        text: NoteText = None,
+        user_message: UserSide = None,
+        assistant_message: AssistantSide = None,
+        fact_id: NoteFactId = None,
+        title: NoteTitle = None,
+        metadata: NoteMetadata = None,
+        occurred_at: OccurredAt = None,
+        wait_seconds: WaitSeconds = 0,
     ) -> RememberResult:
         """Store something in the user's memory: either `text`, or one conversation turn
         (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
@@ -168,13 +189,17 @@ class MemoryTools:
         `deferred`; recall finds the turn meanwhile); with `fact_id`, `text` is stored at once,
         verbatim, as a fact (job `completed`)."""
         with _tool_errors("remember"):
-            item = _item(text, user_message, assistant_message, fact_id)
-            given = (("title", title), ("metadata", metadata), ("occurred_at", occurred_at))
-            item |= {k: v for k, v in given if v is not None}
-            jobs = _answered(self.client.add(user_id, item))
-            if wait_seconds and not all(job.final for job in jobs):
-                jobs = self._waited(jobs, wait_seconds)
-            return RememberResult(jobs=[JobInfo.of(job) for job in jobs], final=all(j.final for j in jobs))
+            item = _note(text, user_message, assistant_message, fact_id, title, metadata, occurred_at)
+            return self._store(user_id, item, wait_seconds)
+
+    def _store(
+        self, user_id: str, item: dict[str, Any], wait_seconds: int, share: bool = False
+    ) -> RememberResult:
+        """`remember`'s request (inside its `_tool_errors`), and the wait for its jobs."""
+        jobs = _answered(self.client.add(user_id, item, share=share))
+        if wait_seconds and not all(job.final for job in jobs):
+            jobs = self._waited(jobs, wait_seconds)
+        return RememberResult(jobs=[JobInfo.of(job) for job in jobs], final=all(j.final for j in jobs))
 
     def _waited(self, jobs: list[Job], seconds: int) -> list[Job]:
         try:
@@ -198,16 +223,7 @@ class MemoryTools:
         """Everything the memory holds for the user: the condensed summary (null while there is
         none), its version and the facts, in id order. A user never seen has version 0, no facts."""
         with _tool_errors("read_memory"):
-            memory = _answered(self.client.get_full(user_id))
-            return MemoryResult(
-                user_id=memory.user_id,
-                summary=memory.memory,
-                version=memory.version,
-                word_count=memory.word_count,
-                updated_at=memory.updated_at,
-                facts=[FactInfo.model_validate(f.model_dump()) for f in memory.facts[:max_facts]],
-                facts_total=len(memory.facts),
-            )
+            return _memory_result(_answered(self.client.get_full(user_id)), max_facts)
 
     def list_records(
         self,
@@ -244,7 +260,7 @@ class MemoryTools:
     def forget(
         self,
         user_id: UserId,
-        fact_id: Annotated[FactId | None, Field(description="Forget only this fact.")] = None,
+        fact_id: ForgetFactId = None,
         confirm: Annotated[
             bool, Field(description="Must be true to forget everything about the user (no fact_id).")
         ] = False,
@@ -260,6 +276,111 @@ class MemoryTools:
                 raise InvalidInputError("forgetting the whole user needs confirm=true (or give a fact_id)")
             receipt_id = self.client.forget(user_id)
             return ForgetResult(user_id=user_id, forgotten="user", receipt_id=receipt_id)
+
+
+class AgentMemoryTools(MemoryTools):
+    """The tools of an agent's server: its client has an agent, so each tool calls the agent's
+    routes (docs/api.md "Agent scopes"); recall and get_context search the user's shared memory
+    and the agent's own, each result saying which (`scope`)."""
+
+    def __init__(self, client: MemoryClient) -> None:
+        if client.agent is None:
+            raise HippocampusError(
+                "AgentMemoryTools needs a client of an agent: MemoryClient(..., agent=...)"
+            )
+        super().__init__(client)
+        self.agent: str = client.agent
+
+    def remember(
+        self,
+        user_id: UserId,
+        text: NoteText = None,
+        user_message: UserSide = None,
+        assistant_message: AssistantSide = None,
+        fact_id: NoteFactId = None,
+        title: NoteTitle = None,
+        metadata: NoteMetadata = None,
+        occurred_at: OccurredAt = None,
+        wait_seconds: WaitSeconds = 0,
+        share: Share = False,
+    ) -> RememberResult:
+        """Store something in this agent's memory of the user (or, with `share` true, in the
+        user's shared memory, which every agent reads): either `text`, or one conversation turn
+        (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
+        summary by the service, seconds later (job `queued`; `wait_seconds` waits for it), or,
+        while the tenant's daily token budget is spent, after it resets at 00:00 UTC (job
+        `deferred`; recall finds the turn meanwhile); with `fact_id`, `text` is stored at once,
+        verbatim, as a fact (job `completed`)."""
+        with _tool_errors("remember"):
+            item = _note(text, user_message, assistant_message, fact_id, title, metadata, occurred_at)
+            return self._store(user_id, item, wait_seconds, share)
+
+    def read_memory(
+        self,
+        user_id: UserId,
+        max_facts: Annotated[int, Field(ge=0, le=MAX_FACTS, description="Facts to return at most.")] = 50,
+    ) -> AgentMemoryResult:
+        """What this agent's memory holds for the user: its own summary (null while there is
+        none), version and facts, in id order; and in `shared` the same of the user's shared
+        memory, which every agent reads. A user never seen has version 0, no facts."""
+        with _tool_errors("read_memory"):
+            both: AgentMemory = _answered(self.client.get_scopes(user_id))
+            own = _memory_result(both.scopes.agent, max_facts)
+            shared = _memory_result(both.scopes.shared, max_facts)
+            return AgentMemoryResult(**own.model_dump(), agent_id=both.agent_id, shared=shared)
+
+    def forget(
+        self,
+        user_id: UserId,
+        fact_id: ForgetFactId = None,
+        confirm: Annotated[
+            bool,
+            Field(
+                description="Must be true to forget everything this agent keeps about the user (no fact_id)."
+            ),
+        ] = False,
+    ) -> ForgetResult:
+        """Erase from this agent's memory of the user: one fact (`fact_id`; not_found when it has
+        no such fact), or, with `confirm` true and no `fact_id`, everything this agent keeps about
+        the user (its summary, facts, past turns, history), for good; the user's shared memory and
+        other agents' stay. Only when the user asks for it."""
+        with _tool_errors("forget"):
+            if fact_id is not None:
+                self.client.delete_fact(user_id, fact_id)
+                return ForgetResult(user_id=user_id, forgotten="fact", agent_id=self.agent, fact_id=fact_id)
+            if not confirm:
+                raise InvalidInputError("forgetting the agent's memory of the user needs confirm=true")
+            receipt_id = self.client.forget(user_id)
+            return ForgetResult(
+                user_id=user_id, forgotten="agent", agent_id=self.agent, receipt_id=receipt_id
+            )
+
+
+def _memory_result(memory: Memory, max_facts: int) -> MemoryResult:
+    return MemoryResult(
+        user_id=memory.user_id,
+        summary=memory.memory,
+        version=memory.version,
+        word_count=memory.word_count,
+        updated_at=memory.updated_at,
+        facts=[FactInfo.model_validate(f.model_dump()) for f in memory.facts[:max_facts]],
+        facts_total=len(memory.facts),
+    )
+
+
+def _note(
+    text: str | None,
+    user_message: str | None,
+    assistant_message: str | None,
+    fact_id: str | None,
+    title: str | None,
+    metadata: dict[str, Any] | None,
+    occurred_at: str | None,
+) -> dict[str, Any]:
+    """`remember`'s item: `_item` with the fields given."""
+    item = _item(text, user_message, assistant_message, fact_id)
+    given = (("title", title), ("metadata", metadata), ("occurred_at", occurred_at))
+    return item | {k: v for k, v in given if v is not None}
 
 
 def _item(

@@ -13,6 +13,7 @@ from .model_base import FINAL_STATUSES, ApiModel, SettlesWhenFinal
 
 __all__ = [
     "FINAL_STATUSES",
+    "AgentMemory",
     "Context",
     "ContextSource",
     "DeletionReceipt",
@@ -27,6 +28,7 @@ __all__ = [
     "Memory",
     "MemoryRecord",
     "MemoryRecordCategory",
+    "MemoryScopes",
     "MemoryVersion",
     "Pair",
     "QueryAnswer",
@@ -63,7 +65,29 @@ class Memory(ApiModel):
     word_count: int = 0
     updated_at: str | None = None
     facts: list[Fact] = Field(default_factory=list)
+    agent_id: str | None = None
     # The ETag header of the answer (HTTP only): `If-Match` for `put`.
+    etag: str | None = None
+
+
+class MemoryScopes(ApiModel):
+    """The two scopes an agent reads of a user's memory: `shared`, the user's own (what every agent and the
+    user's routes see), and `agent`, the agent's private one (with its `agent_id`). Always in the answer:
+    `shared`, `agent`."""
+
+    shared: Memory
+    agent: Memory
+
+
+class AgentMemory(ApiModel):
+    """`GET …/agents/{agent_id}/memory`: an agent's view of a user's memory, both scopes (docs/api.md "Agent
+    scopes"). Always in the answer: `tenant_id`, `user_id`, `agent_id`, `scopes`."""
+
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    scopes: MemoryScopes
+    # The ETag header of the answer (HTTP only), which covers both scopes.
     etag: str | None = None
 
 
@@ -85,6 +109,7 @@ class Job(SettlesWhenFinal, ApiModel):
     created_at: str | None = None
     updated_at: str | None = None
     occurred_at: str | None = None
+    agent_id: str | None = None
     error: JobError | None = None
     item_id: str | None = None
     memory_version: int | None = None
@@ -158,6 +183,7 @@ class QueryResult(ApiModel):
     updated_at: str | None = None
     category: QueryResultCategory | None = None
     occurred_at: str | None = None
+    scope: Literal["shared", "agent"] | None = None
     title: str | None = None
     valid_from: str | None = None
     valid_to: str | None = None
@@ -180,6 +206,7 @@ class QueryAnswer(ApiModel):
     version: int = 0
     results: list[QueryResult] = Field(default_factory=list)
     retrieval: Retrieval | None = None
+    shared_version: int | None = None
 
 
 class ContextSource(ApiModel):
@@ -187,6 +214,7 @@ class ContextSource(ApiModel):
 
     type: Literal["memory", "fact", "episode", "record"]
     id: str | None = None
+    scope: Literal["shared", "agent"] | None = None
 
 
 class Context(ApiModel):
@@ -197,6 +225,7 @@ class Context(ApiModel):
     word_count: int = 0
     memory_version: int = 0
     sources: list[ContextSource] = Field(default_factory=list)
+    shared_memory_version: int | None = None
 
 
 class Export(ApiModel):
@@ -213,12 +242,14 @@ class Export(ApiModel):
     jobs: list[Job] = Field(default_factory=list)
     episodes: list[Episode] = Field(default_factory=list)
     next_cursor: str | None = None
+    agent_id: str | None = None
     records: list[MemoryRecord] = Field(default_factory=list)
 
 
 class DynamoDbErased(ApiModel):
     """Items of the memory table a delete erased, by kind. Always in the answer: `memory`, `facts`,
-    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`, `pii_placeholders`."""
+    `episodes`, `records`, `jobs`, `job_references`, `idempotency_records`, `pii_placeholders`,
+    `agent_scopes`."""
 
     memory: int = 0
     facts: int = 0
@@ -228,6 +259,7 @@ class DynamoDbErased(ApiModel):
     job_references: int = 0
     idempotency_records: int = 0
     pii_placeholders: int = 0
+    agent_scopes: int = 0
 
 
 class S3Erased(ApiModel):
@@ -274,13 +306,14 @@ class DeletionReceipt(ApiModel):
     receipt_id: str
     tenant_id: str | None = None
     user_id: str | None = None
-    scope: Literal["user", "fact", "record", "episode"]
+    scope: Literal["user", "agent", "fact", "record", "episode"]
     target_id: str | None = None
     generation: int = 0
     requested_at: str | None = None
     completed_at: str | None = None
     expires_at: str | None = None
     erased: ErasedCounts
+    agent_id: str | None = None
 
 
 class TenantUsage(ApiModel):
@@ -320,6 +353,7 @@ class Item(ApiModel):
     is_markdown: bool | None = None
     metadata: dict[str, Any] | None = None
     occurred_at: str | None = None
+    share: bool | None = None
     text: str | None = None
     title: str | None = None
     user_assistant_pairs: list[Pair] | None = None

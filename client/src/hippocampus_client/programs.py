@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import calls
-from .calls import Call, ListName, Reply, Sleep
-from .errors import MalformedResponseError, RequestTimeoutError, WaitTimeoutError
+from .calls import Call, ListName, Reply, Scope, Sleep
+from .errors import ConfigurationError, MalformedResponseError, RequestTimeoutError, WaitTimeoutError
 from .identifiers import check_identifier
 from .models import (
+    AgentMemory,
     Context,
     DeletionReceipt,
     Episode,
@@ -64,18 +65,31 @@ def _list_of(model: type[M], reply: Reply, key: str) -> list[M]:  # noqa: UP047 
     return [parse(model, Reply(reply.status, entry, request_id=reply.request_id)) for entry in entries]
 
 
-def get_full(tenant: str, user: str) -> Program[Memory]:
-    reply = yield calls.get_memory(tenant, user)
+def get_full(scope: Scope) -> Program[Memory]:
+    """The user's memory; for an agent's scope, the agent's own (the one `put` replaces), with
+    the answer's ETag (client/README.md "Agent scopes")."""
+    if scope.agent is not None:
+        both = yield from get_scopes(scope)
+        return both.scopes.agent.model_copy(update={"etag": both.etag})
+    reply = yield calls.get_memory(scope)
     return parse(Memory, reply, etag=reply.headers.get("etag"))
 
 
-def get(tenant: str, user: str) -> Program[str | None]:
-    memory = yield from get_full(tenant, user)
+def get_scopes(scope: Scope) -> Program[AgentMemory]:
+    """Both scopes an agent reads: the user's shared memory and the agent's own."""
+    if scope.agent is None:
+        raise ConfigurationError("get_scopes reads an agent's scopes: make the client with agent=...")
+    reply = yield calls.get_memory(scope)
+    return parse(AgentMemory, reply, etag=reply.headers.get("etag"))
+
+
+def get(scope: Scope) -> Program[str | None]:
+    memory = yield from get_full(scope)
     return memory.memory
 
 
-def history(tenant: str, user: str, limit: int) -> Program[list[MemoryVersion]]:
-    reply = yield calls.get_history(tenant, user, limit)
+def history(scope: Scope, limit: int) -> Program[list[MemoryVersion]]:
+    reply = yield calls.get_history(scope, limit)
     return _list_of(MemoryVersion, reply, "versions")
 
 
@@ -133,29 +147,30 @@ def ingest_and_wait(tenant: str, call: Call, wait_for: bool | float) -> Program[
     return (yield from wait(tenant, jobs, timeout, WAIT_INTERVAL_S))
 
 
-def query(tenant: str, user: str, request: dict[str, Any]) -> Program[QueryAnswer]:
-    reply = yield calls.query_memory(tenant, user, request)
+def query(scope: Scope, request: dict[str, Any]) -> Program[QueryAnswer]:
+    reply = yield calls.query_memory(scope, request)
     return parse(QueryAnswer, reply)
 
 
-def context(tenant: str, user: str, request: dict[str, Any]) -> Program[Context]:
-    reply = yield calls.get_context(tenant, user, request)
+def context(scope: Scope, request: dict[str, Any]) -> Program[Context]:
+    reply = yield calls.get_context(scope, request)
     return parse(Context, reply)
 
 
-def put(tenant: str, user: str, memory: str, expected_version: int) -> Program[Memory]:
-    reply = yield calls.put_memory(tenant, user, memory, expected_version)
+def put(scope: Scope, memory: str, expected_version: int) -> Program[Memory]:
+    reply = yield calls.put_memory(scope, memory, expected_version)
     return parse(Memory, reply, etag=reply.headers.get("etag"))
 
 
-def delete(tenant: str, user: str) -> Program[bool]:
-    yield calls.delete_memory(tenant, user)
+def delete(scope: Scope) -> Program[bool]:
+    yield calls.delete_memory(scope)
     return True
 
 
-def forget(tenant: str, user: str) -> Program[str]:
-    """Forget the user; the id of the deletion receipt (a header over HTTP, the body when invoked)."""
-    reply = yield calls.delete_memory(tenant, user)
+def forget(scope: Scope) -> Program[str]:
+    """Forget the user (an agent's scope: that scope only); the id of the deletion receipt (a
+    header over HTTP, the body when invoked)."""
+    reply = yield calls.delete_memory(scope)
     data = reply.data if isinstance(reply.data, dict) else {}
     receipt = reply.headers.get("deletion-receipt") or data.get("receipt_id")
     if not isinstance(receipt, str) or not receipt:
@@ -163,18 +178,18 @@ def forget(tenant: str, user: str) -> Program[str]:
     return receipt
 
 
-def deletion(tenant: str, user: str, receipt_id: str) -> Program[DeletionReceipt]:
-    reply = yield calls.get_deletion(tenant, user, receipt_id)
+def deletion(scope: Scope, receipt_id: str) -> Program[DeletionReceipt]:
+    reply = yield calls.get_deletion(scope, receipt_id)
     return parse(DeletionReceipt, reply)
 
 
-def delete_fact(tenant: str, user: str, fact_id: str) -> Program[bool]:
-    yield calls.delete_fact(tenant, user, fact_id)
+def delete_fact(scope: Scope, fact_id: str) -> Program[bool]:
+    yield calls.delete_fact(scope, fact_id)
     return True
 
 
-def delete_record(tenant: str, user: str, record_id: str) -> Program[bool]:
-    yield calls.delete_record(tenant, user, record_id)
+def delete_record(scope: Scope, record_id: str) -> Program[bool]:
+    yield calls.delete_record(scope, record_id)
     return True
 
 
@@ -207,14 +222,14 @@ class Pages:
         return cursor
 
 
-def export(tenant: str, user: str, budget: float) -> Program[Export]:
+def export(scope: Scope, budget: float) -> Program[Export]:
     """Every page of the export, merged: the memory from the first page, the lists in order."""
     pages = Pages(budget)
-    reply = yield replace(calls.export_memory(tenant, user, None), budget=pages.remaining())
+    reply = yield replace(calls.export_memory(scope, None), budget=pages.remaining())
     document = parse(Export, reply)
     cursor = pages.follow(document.next_cursor, reply)
     while cursor:
-        reply = yield replace(calls.export_memory(tenant, user, cursor), budget=pages.remaining())
+        reply = yield replace(calls.export_memory(scope, cursor), budget=pages.remaining())
         page = parse(Export, reply)
         document.items += page.items
         document.history += page.history
@@ -255,8 +270,7 @@ class RecordView:
 
 
 def _pages(  # noqa: UP047 - Python 3.11
-    tenant: str,
-    user: str,
+    scope: Scope,
     what: ListName,
     model: type[M],
     read: ListRead,
@@ -268,7 +282,7 @@ def _pages(  # noqa: UP047 - Python 3.11
     cursor: str | None = None
     while read.limit is None or len(found) < read.limit:
         size = PAGE_SIZE if read.limit is None else min(PAGE_SIZE, read.limit - len(found))
-        page = calls.list_page(tenant, user, what, size, cursor, filters)
+        page = calls.list_page(scope, what, size, cursor, filters)
         reply = yield replace(page, budget=pages.remaining())
         found += _list_of(model, reply, key)
         cursor = pages.follow(reply.data.get("next_cursor"), reply)
@@ -277,14 +291,14 @@ def _pages(  # noqa: UP047 - Python 3.11
     return found
 
 
-def facts(tenant: str, user: str, read: ListRead) -> Program[list[Fact]]:
-    return (yield from _pages(tenant, user, "facts", Fact, read))
+def facts(scope: Scope, read: ListRead) -> Program[list[Fact]]:
+    return (yield from _pages(scope, "facts", Fact, read))
 
 
-def episodes(tenant: str, user: str, read: ListRead) -> Program[list[Episode]]:
-    return (yield from _pages(tenant, user, "episodes", Episode, read))
+def episodes(scope: Scope, read: ListRead) -> Program[list[Episode]]:
+    return (yield from _pages(scope, "episodes", Episode, read))
 
 
-def records(tenant: str, user: str, read: ListRead, view: RecordView) -> Program[list[MemoryRecord]]:
+def records(scope: Scope, read: ListRead, view: RecordView) -> Program[list[MemoryRecord]]:
     filters = view.filters()  # checked when the program starts: a bad time sends nothing
-    return (yield from _pages(tenant, user, "records", MemoryRecord, read, filters))
+    return (yield from _pages(scope, "records", MemoryRecord, read, filters))

@@ -1,9 +1,10 @@
 """The opt-in spool of the background writer (client/README.md, "The background writer").
 
 What a client could not send before it closed (the service down, the exit budget spent) is
-appended to the spool file, one JSON line per `add` (tenant, user, items, upsert, idempotency
-key), and sent by the next client of that tenant made with the same `spool_path`. The file holds
-the items' content, so it is created readable by its owner only (0600).
+appended to the spool file, one JSON line per `add` (tenant, user, the agent of an agent's
+scope, items, upsert, idempotency key), and sent by the next client of that tenant made with the
+same `spool_path`, to the scope it was for, whatever that client's agent. The file holds the
+items' content, so it is created readable by its owner only (0600).
 
 A client claims the whole file at start by renaming it to `<spool>.<pid>-<random>.sending`
 (atomic: of several processes starting together, one gets each line), queues its tenant's lines
@@ -32,7 +33,7 @@ except ImportError:  # Windows: no advisory locks; abandoned claims are not take
     fcntl = None  # type: ignore[assignment]
 
 from . import calls
-from .calls import Call
+from .calls import Call, Scope
 from .transport import encode_json
 
 logger = logging.getLogger("hippocampus_client")
@@ -41,9 +42,12 @@ SPOOL_VARIABLE = "HIPPOCAMPUS_SPOOL"
 
 def spool_line(call: Call) -> dict[str, Any]:
     fields = call.fields
+    # `agent_id` only for an agent's scope: a user's line is as it was before agents.
+    agent = {"agent_id": fields["agent_id"]} if fields.get("agent_id") is not None else {}
     return {
         "tenant_id": fields["tenant_id"],
         "user_id": fields["user_id"],
+        **agent,
         "items": fields["items"],
         "upsert": fields["upsert"],
         "idempotency_key": fields.get("idempotency_key"),
@@ -198,7 +202,8 @@ def _read(path: Path, tenant: str) -> tuple[list[Call], list[dict[str, Any]], in
                 others.append(line)
                 continue
             key = line.get("idempotency_key")
-            mine.append(calls.ingest(tenant, line["user_id"], list(line["items"]), line["upsert"], key))
+            scope = Scope(tenant, line["user_id"], line.get("agent_id"))
+            mine.append(calls.ingest(scope, list(line["items"]), line["upsert"], key))
         except Exception:  # a truncated or hand-edited line: the others still go
             unreadable += 1
     return mine, others, unreadable

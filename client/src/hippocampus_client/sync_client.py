@@ -17,6 +17,7 @@ from .calls import Call, Sleep
 from .errors import RequestTimeoutError
 from .items import Content
 from .models import (
+    AgentMemory,
     Context,
     DeletionReceipt,
     Episode,
@@ -37,7 +38,10 @@ T = TypeVar("T")
 class MemoryClient(ClientBase):
     """The memory of one tenant's users: `MemoryClient(endpoint="http://127.0.0.1:3000", tenant="acme")`.
 
-    The constructor's parameters are `ClientBase`'s (base.py).
+    The constructor's parameters are `ClientBase`'s (base.py). With `agent="research"` every
+    per-user method reads and writes that agent's scope of the user's memory (client/README.md,
+    "Agent scopes"): `get` and `get_full` its own summary, `get_scopes` both scopes, `query` and
+    `context` the shared memory and its own.
     """
 
     def _run(self, program: Program[T], what: str) -> T | None:
@@ -62,39 +66,47 @@ class MemoryClient(ClientBase):
     # --- reads: None on any error --------------------------------------------------------------
 
     def get(self, user: str) -> str | None:
-        """The user's summary; None when there is none yet, or on error."""
-        return self._run(programs.get(self.tenant, user), "get")
+        """The user's summary (an agent's client: the agent's own); None when there is none yet,
+        or on error."""
+        return self._run(programs.get(self._scope(user)), "get")
 
     def get_full(self, user: str) -> Memory | None:
-        """The memory body (summary, version, facts, `etag`); None on error."""
-        return self._run(programs.get_full(self.tenant, user), "get_full")
+        """The memory body (summary, version, facts, `etag`; an agent's client: the agent's own
+        scope, the one `put` replaces); None on error."""
+        return self._run(programs.get_full(self._scope(user)), "get_full")
+
+    def get_scopes(self, user: str) -> AgentMemory | None:
+        """An agent's client only: both scopes it reads, `scopes.shared` (the user's memory) and
+        `scopes.agent` (its own), from one request; None on error, and on a client without an
+        agent (strict: `ConfigurationError`)."""
+        return self._run(programs.get_scopes(self._scope(user)), "get_scopes")
 
     def query(self, user: str, text: str, **options: Unpack[QueryOptions]) -> QueryAnswer | None:
         """Facts and episodes ranked for `text`; options: `top_k`, `types`, `alpha`, `recency_bias`,
         `metadata_filters`, `include_memory` (docs/api.md "Query"). None on error."""
         request = self._query_request(text, options)
-        return self._run(programs.query(self.tenant, user, request), "query")
+        return self._run(programs.query(self._scope(user), request), "query")
 
     def context(self, user: str, query: str | None = None, max_words: int = 300) -> Context | None:
         """The block to prepend to a prompt (`.context`), at most `max_words` words; None on error."""
         request = self._context_request(query, max_words)
-        return self._run(programs.context(self.tenant, user, request), "context")
+        return self._run(programs.context(self._scope(user), request), "context")
 
     def history(self, user: str, limit: int = 20) -> list[MemoryVersion] | None:
         """Past versions of the summary, newest first; None on error."""
-        return self._run(programs.history(self.tenant, user, limit), "history")
+        return self._run(programs.history(self._scope(user), limit), "history")
 
     def facts(self, user: str, limit: int | None = None) -> list[Fact] | None:
         """The user's facts, newest first (all, or the first `limit`), every page within the read
         `timeout`; None on error."""
         read = programs.ListRead(limit, self.policy.timeout)
-        return self._run(programs.facts(self.tenant, user, read), "facts")
+        return self._run(programs.facts(self._scope(user), read), "facts")
 
     def episodes(self, user: str, limit: int | None = None) -> list[Episode] | None:
         """The user's condensed turns, newest first (all, or the first `limit`), every page within
         the read `timeout`; None on error."""
         read = programs.ListRead(limit, self.policy.timeout)
-        return self._run(programs.episodes(self.tenant, user, read), "episodes")
+        return self._run(programs.episodes(self._scope(user), read), "episodes")
 
     def records(
         self,
@@ -111,11 +123,11 @@ class MemoryClient(ClientBase):
         A time is an aware `datetime` or an RFC 3339 string, checked before any request. None on error."""
         read = programs.ListRead(limit, self.policy.timeout)
         view = RecordView(as_of, known_at, include_invalidated)
-        return self._run(programs.records(self.tenant, user, read, view), "records")
+        return self._run(programs.records(self._scope(user), read, view), "records")
 
     def export(self, user: str) -> Export | None:
         """Everything stored about the user, every page merged, within the read `timeout`; None on error."""
-        return self._run(programs.export(self.tenant, user, self.policy.timeout), "export")
+        return self._run(programs.export(self._scope(user), self.policy.timeout), "export")
 
     def job(self, job_id: str) -> Job | None:
         """One ingestion job; None on error (an unknown job included)."""
@@ -149,15 +161,19 @@ class MemoryClient(ClientBase):
         upsert: bool = True,
         idempotency_key: str | None = None,
         wait: bool | float = False,
+        share: bool = False,
         **options: Unpack[ItemOptions],
     ) -> list[Job] | None:
         """Store a turn, a text, chat messages or items (client/README.md, "Methods").
 
-        Returns None at once and sends in the background (`flush()` waits for it). With
+        An agent's client stores them in the agent's own scope; `share=True` sets `"share": true`
+        on each item (one that sets it itself keeps its own), which stores it in the user's shared
+        memory instead. `share=True` without an agent is refused before any request
+        (`InvalidInputError` naming `share`). Returns None at once and sends in the background (`flush()` waits for it). With
         `strict=True` it sends now and returns the jobs, one per item. With `wait=True` (or a
         number of seconds) it sends now, after what earlier `add`s queued, and waits until the
         jobs are final, 30 s at most (or the seconds given): the final jobs, or None."""
-        call = self._ingest_call(user, content, options, upsert, idempotency_key)
+        call = self._ingest_call(user, content, options, upsert, idempotency_key, share)
         if call is None:
             return None
         if wait:
@@ -176,27 +192,28 @@ class MemoryClient(ClientBase):
     def put(self, user: str, memory: str, expected_version: int) -> Memory | None:
         """Replace the summary, if it is at `expected_version`; the new memory, None on error
         (strict: `VersionConflictError` when another version is current)."""
-        return self._run(programs.put(self.tenant, user, memory, expected_version), "put")
+        return self._run(programs.put(self._scope(user), memory, expected_version), "put")
 
     def delete(self, user: str) -> bool:
-        """Forget the user entirely; False on error."""
-        return self._run(programs.delete(self.tenant, user), "delete") is True
+        """Forget the user entirely (an agent's client: the agent's scope of the user only); False
+        on error."""
+        return self._run(programs.delete(self._scope(user)), "delete") is True
 
     def forget(self, user: str) -> str | None:
         """Forget the user entirely, as `delete`; the id of the deletion receipt, None on error."""
-        return self._run(programs.forget(self.tenant, user), "forget")
+        return self._run(programs.forget(self._scope(user)), "forget")
 
     def deletion(self, user: str, receipt_id: str) -> DeletionReceipt | None:
         """A deletion receipt of the user: what a delete erased, in counts; None on error."""
-        return self._run(programs.deletion(self.tenant, user, receipt_id), "deletion")
+        return self._run(programs.deletion(self._scope(user), receipt_id), "deletion")
 
     def delete_fact(self, user: str, fact_id: str) -> bool:
         """Delete one fact; False on error (an unknown fact included)."""
-        return self._run(programs.delete_fact(self.tenant, user, fact_id), "delete_fact") is True
+        return self._run(programs.delete_fact(self._scope(user), fact_id), "delete_fact") is True
 
     def delete_record(self, user: str, record_id: str) -> bool:
         """Delete one record; False on error (an unknown record included)."""
-        return self._run(programs.delete_record(self.tenant, user, record_id), "delete_record") is True
+        return self._run(programs.delete_record(self._scope(user), record_id), "delete_record") is True
 
     # --- the background writer and the connections --------------------------------------------
 

@@ -4,7 +4,8 @@
 The threads merge what is queued for one user into requests within the API's limits (100 items,
 a body well under 1 MiB; docs/api.md "Limits"): consecutive `add`s of the same user and the same
 `upsert` go in one request, an `add` with an `Idempotency-Key` always alone. One user's requests
-go one after the other, in order; several users' go at once, one per thread.
+go one after the other, in order; several users' go at once, one per thread. An agent's scope of a
+user (docs/api.md "Agent scopes") is queued as a user of its own: its items go to its own route.
 
 What happens to a request:
 - accepted: its items are `sent`;
@@ -47,7 +48,7 @@ from typing import Any, NamedTuple
 
 from . import calls, spool
 from .breaker import CircuitBreaker
-from .calls import Call
+from .calls import Call, Scope
 from .errors import ApiError, HippocampusError, MalformedResponseError, TransportError
 from .retry import RETRY_STATUSES
 from .transport import encode_json
@@ -62,10 +63,11 @@ IDS_LOGGED = 100  # item ids named in the log line of what was left unsent (on_u
 
 
 class Unsent(NamedTuple):
-    """Items of one user left unsent when the writer closed."""
+    """Items of one user (or of one agent's scope of that user) left unsent when the writer closed."""
 
     user_id: str
     item_ids: list[str | None]  # None: an item given without an id
+    agent_id: str | None = None  # the agent whose scope they were for (docs/api.md "Agent scopes")
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,9 @@ class WriterOptions:
     on_unsent: Callable[[list[Unsent]], object] | None = None
 
 
-UserKey = tuple[str, str]  # tenant, user
+# Tenant, user, agent ("" for the user's own routes): a queue per scope, so the items of an
+# agent's scope (spooled by an agent's client, say) are never merged into the user's.
+UserKey = tuple[str, str, str]
 
 
 @dataclass
@@ -105,7 +109,7 @@ class _Add:
 
     @classmethod
     def of(cls, call: Call, from_spool: bool = False) -> "_Add":
-        items = call.fields.get("items") if call.action == "ingest" else None
+        items = call.fields.get("items") if calls.is_ingest(call) else None
         if not isinstance(items, list):
             return cls(call, 1, 0, alone=True, from_spool=from_spool)
         call = _with_item_ids(call, items)
@@ -119,7 +123,8 @@ class _Add:
 
     @property
     def key(self) -> UserKey:
-        return str(self.call.fields.get("tenant_id")), str(self.call.fields.get("user_id"))
+        fields = self.call.fields
+        return str(fields.get("tenant_id")), str(fields.get("user_id")), str(fields.get("agent_id") or "")
 
     def item_ids(self) -> list[str | None]:
         items = self.call.fields.get("items")
@@ -154,7 +159,7 @@ def _with_item_ids(call: Call, items: list[Any]) -> Call:
         for item in items
     ]
     fields = call.fields
-    return calls.ingest(fields["tenant_id"], fields["user_id"], named, fields["upsert"], None)
+    return calls.ingest(Scope.of(fields), named, fields["upsert"], None)
 
 
 @dataclass
@@ -173,7 +178,7 @@ class _Batch:
             return self.adds[0].call
         head = self.adds[0].call.fields
         items = [item for add in self.adds for item in add.call.fields["items"]]
-        return calls.ingest(head["tenant_id"], head["user_id"], items, head["upsert"], None)
+        return calls.ingest(Scope.of(head), items, head["upsert"], None)
 
     def from_spool(self) -> int:
         return sum(1 for add in self.adds if add.from_spool)
@@ -410,7 +415,7 @@ class BackgroundWriter:
         path = self.options.spool_path
         if path is None:
             return False, "not spooled: no spool_path"
-        lines = [spool.spool_line(add.call) for add in left if add.call.action == "ingest"]
+        lines = [spool.spool_line(add.call) for add in left if calls.is_ingest(add.call)]
         try:
             spool.append(path, lines)
         except (OSError, TypeError, ValueError) as error:
@@ -476,7 +481,7 @@ def _by_user(adds: list[_Add]) -> list[Unsent]:
     grouped: dict[UserKey, list[str | None]] = {}
     for add in adds:
         grouped.setdefault(add.key, []).extend(add.item_ids() or [None] * add.items)
-    return [Unsent(user, ids) for (_, user), ids in grouped.items()]
+    return [Unsent(user, ids, agent or None) for (_, user, agent), ids in grouped.items()]
 
 
 def _ids_text(unsent: list[Unsent]) -> str:
@@ -486,7 +491,8 @@ def _ids_text(unsent: list[Unsent]) -> str:
         ids = [i for i in entry.item_ids if i is not None][: max(0, IDS_LOGGED - named)]
         named += len(ids)
         anonymous = sum(1 for i in entry.item_ids if i is None)
-        text = f"user_id={entry.user_id} items={len(entry.item_ids)}"
+        agent = f" agent_id={entry.agent_id}" if entry.agent_id is not None else ""
+        text = f"user_id={entry.user_id}{agent} items={len(entry.item_ids)}"
         if ids:
             text += f" item_ids={','.join(ids)}"
         parts.append(text + (f" ({anonymous} without id)" if anonymous else ""))

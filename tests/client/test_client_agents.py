@@ -1,0 +1,591 @@
+"""Agent scopes in the client (client/README.md "Agent scopes", docs/api.md "Agent scopes"): a client
+made with `agent=` sends every per-user call to the agent's routes (HTTP paths and direct-invocation
+actions), `add(share=True)` is an agent's only, the background writer and the spool keep each item's
+scope, and `hippocampus --agent` and `hippocampus-mcp --agent` reach the same routes."""
+
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from click.testing import CliRunner, Result
+from client_test_servers import (
+    Answer,
+    Recorder,
+    RecordingServer,
+    closed_port,
+    envelope,
+    job_body,
+    json_answer,
+    memory_body,
+    mocked,
+    mocked_async,
+)
+from mcp import Client
+from mcp.types import CallToolResult
+
+from hippocampus_client import (
+    AgentMemory,
+    ConfigurationError,
+    InvalidInputError,
+    InvokeTarget,
+    InvokeTransport,
+    Memory,
+    MemoryClient,
+)
+from hippocampus_client.cli import cli
+from hippocampus_client.mcp_server import _options, build_server
+from hippocampus_client.writer import Unsent
+
+USER = "/v1/tenants/acme/users/alice/memory"
+AGENT = "/v1/tenants/acme/users/alice/agents/research/memory"
+IDS = {"tenant_id": "acme", "user_id": "alice", "agent_id": "research"}
+
+
+def agent_memory_body() -> dict[str, Any]:
+    """`GET …/agents/research/memory`: the user's shared scope and the agent's own."""
+    own = memory_body("Prefers short answers.", 2) | {"agent_id": "research", "word_count": 3}
+    return IDS | {"scopes": {"shared": memory_body("Alice sells candles.", 5), "agent": own}}
+
+
+def jobs_answer(count: int = 1) -> httpx2.Response:
+    return httpx2.Response(202, json={"jobs": [job_body(f"job-{n}") for n in range(count)]})
+
+
+def agent_client(handler: Callable[[httpx2.Request], httpx2.Response], **options: Any) -> MemoryClient:
+    return mocked(handler, agent="research", **options)
+
+
+# --- the agent id -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["", "..", "a/b", "%2e", "é", "x" * 129, "a\n", 7])
+def test_an_agent_that_is_no_id_is_refused_when_the_client_is_made(agent: Any) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        mocked(Recorder(httpx2.Response(200, json={})), agent=agent)
+    assert refused.value.details[0]["field"] == "agent"
+
+
+def test_the_agent_is_in_the_repr_and_no_variable_makes_a_client_an_agents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HIPPOCAMPUS_AGENT", "research")
+    user = mocked(Recorder(httpx2.Response(200, json=memory_body())))
+    assert user.agent is None and "agent" not in repr(user)
+    assert "agent='research'" in repr(agent_client(Recorder(httpx2.Response(200, json={}))))
+
+
+# --- HTTP: every per-user method on the agent's routes -----------------------------------------
+
+
+def answer_for(request: httpx2.Request) -> httpx2.Response:
+    path, method = request.url.path, request.method
+    if path.endswith("/facts") or path.endswith("/episodes"):
+        return httpx2.Response(200, json={path.rsplit("/", 1)[1]: [], "next_cursor": None})
+    if path.endswith("/records"):
+        return httpx2.Response(200, json={"items": [], "next_cursor": None})
+    if path.endswith("/history"):
+        return httpx2.Response(200, json={"versions": []})
+    if path.endswith("/export"):
+        return httpx2.Response(200, json=IDS | {"next_cursor": None})
+    if path.endswith("/query"):
+        return httpx2.Response(
+            200, json={"results": [{"type": "fact", "id": "p", "text": "t", "scope": "shared"}]}
+        )
+    if path.endswith("/context"):
+        return httpx2.Response(200, json={"context": "c", "word_count": 1})
+    if "/deletions/" in path:
+        counts = {"dynamodb": {}, "s3": {}, "queue": {}, "vectors": {}}
+        return httpx2.Response(200, json={"receipt_id": "del_1", "scope": "user", "erased": counts} | IDS)
+    if "/jobs/" in path:
+        return httpx2.Response(200, json=job_body(status="completed"))
+    if method == "POST":
+        return jobs_answer()
+    if method == "PUT":
+        return httpx2.Response(200, json=memory_body("New.", 3) | {"agent_id": "research"})
+    if method == "DELETE":
+        return httpx2.Response(204, headers={"Deletion-Receipt": "del_1"})
+    return httpx2.Response(200, json=agent_memory_body(), headers={"ETag": '"2-abc"'})
+
+
+METHODS: dict[str, tuple[Callable[[MemoryClient], Any], str, str]] = {
+    "get": (lambda m: m.get("alice"), "GET", AGENT),
+    "get_full": (lambda m: m.get_full("alice"), "GET", AGENT),
+    "get_scopes": (lambda m: m.get_scopes("alice"), "GET", AGENT),
+    "query": (lambda m: m.query("alice", "payments?"), "POST", AGENT + "/query"),
+    "context": (lambda m: m.context("alice", "payments?"), "POST", AGENT + "/context"),
+    "history": (lambda m: m.history("alice"), "GET", AGENT + "/history"),
+    "facts": (lambda m: m.facts("alice"), "GET", AGENT + "/facts"),
+    "episodes": (lambda m: m.episodes("alice"), "GET", AGENT + "/episodes"),
+    "records": (lambda m: m.records("alice"), "GET", AGENT + "/records"),
+    "export": (lambda m: m.export("alice"), "GET", AGENT + "/export"),
+    "add": (lambda m: m.add("alice", "I sell candles."), "POST", AGENT),
+    "put": (lambda m: m.put("alice", "New.", 2), "PUT", AGENT),
+    "delete": (lambda m: m.delete("alice"), "DELETE", AGENT),
+    "forget": (lambda m: m.forget("alice"), "DELETE", AGENT),
+    "deletion": (lambda m: m.deletion("alice", "del_1"), "GET", AGENT + "/deletions/del_1"),
+    "delete_fact": (lambda m: m.delete_fact("alice", "pay"), "DELETE", AGENT + "/facts/pay"),
+    "delete_record": (lambda m: m.delete_record("alice", "rec_1"), "DELETE", AGENT + "/records/rec_1"),
+    "job (a tenant's route)": (lambda m: m.job("job-1"), "GET", "/v1/tenants/acme/jobs/job-1"),
+}
+
+
+@pytest.mark.parametrize(("method", "verb", "path"), METHODS.values(), ids=METHODS.keys())
+def test_every_per_user_method_of_an_agents_client_calls_the_agents_route(
+    method: Callable[[MemoryClient], Any], verb: str, path: str
+) -> None:
+    seen: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return answer_for(request)
+
+    result = method(agent_client(handler, strict=True))
+    assert result is not None and result is not False
+    assert [(r.method, r.url.path) for r in seen] == [(verb, path)]
+
+
+def test_get_and_get_full_read_the_agents_own_scope_and_get_scopes_both() -> None:
+    memory = agent_client(answer_for, strict=True)
+    assert memory.get("alice") == "Prefers short answers."
+    own = memory.get_full("alice")
+    assert isinstance(own, Memory) and (own.version, own.etag) == (2, '"2-abc"')
+    assert own.agent_id == "research"
+    both = memory.get_scopes("alice")
+    assert isinstance(both, AgentMemory)
+    assert (both.tenant_id, both.user_id, both.agent_id, both.etag) == (
+        "acme",
+        "alice",
+        "research",
+        '"2-abc"',
+    )
+    assert both.scopes.shared.memory == "Alice sells candles." and both.scopes.shared.version == 5
+    assert both.scopes.agent.memory == "Prefers short answers."
+
+
+def test_get_scopes_needs_an_agent_and_a_user_answer_is_malformed_for_an_agent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    recorder = Recorder(httpx2.Response(200, json=memory_body()))
+    assert mocked(recorder).get_scopes("alice") is None
+    with pytest.raises(ConfigurationError, match="agent"):
+        mocked(recorder, strict=True).get_scopes("alice")
+    assert recorder.requests == [], "nothing sent"
+    # A user's body where an agent's is expected: the answer of another shape, not a wrong summary.
+    assert agent_client(recorder).get("alice") is None
+    assert "malformed_response" in caplog.text
+
+
+def test_query_results_keep_their_scope() -> None:
+    answer = agent_client(answer_for, strict=True).query("alice", "payments?")
+    assert answer is not None
+    assert [result.scope for result in answer.results] == ["shared"]
+
+
+def test_the_async_client_calls_the_same_routes() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        return answer_for(request)
+
+    async def scenario() -> tuple[Any, ...]:
+        memory = mocked_async(handler, agent="research", strict=True)
+        try:
+            return (
+                await memory.get("alice"),
+                await memory.get_scopes("alice"),
+                await memory.add("alice", "Prefers email.", share=True),
+                await memory.forget("alice"),
+            )
+        finally:
+            await memory.aclose()
+
+    text, both, jobs, receipt = asyncio.run(scenario())
+    assert text == "Prefers short answers." and isinstance(both, AgentMemory)
+    assert jobs is not None and receipt == "del_1"
+    assert seen == [f"GET {AGENT}", f"GET {AGENT}", f"POST {AGENT}", f"DELETE {AGENT}"]
+
+
+# --- share ---------------------------------------------------------------------------------------
+
+
+def test_share_sets_share_on_each_item_an_item_of_its_own_keeps_its_own() -> None:
+    recorder = Recorder(jobs_answer(2))
+    memory = agent_client(recorder, strict=True)
+    memory.add("alice", "User: I sell candles.\nAssistant: Nice!", share=True)
+    memory.add("alice", [{"text": "Prefers email."}, {"text": "Private note.", "share": False}], share=True)
+    memory.add("alice", "The agent's own note.")
+    assert [r.url.path for r in recorder.requests] == [AGENT] * 3
+    assert [body["items"] for body in recorder.bodies()] == [
+        [{"text": "User: I sell candles.\nAssistant: Nice!", "share": True}],
+        [{"text": "Prefers email.", "share": True}, {"text": "Private note.", "share": False}],
+        [{"text": "The agent's own note."}],
+    ]
+
+
+def test_share_without_an_agent_is_refused_before_any_request(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="hippocampus_client")
+    recorder = Recorder(jobs_answer())
+    with pytest.raises(InvalidInputError) as refused:
+        mocked(recorder, strict=True).add("alice", "Prefers email.", share=True)
+    assert [detail["field"] for detail in refused.value.details] == ["share"]
+    memory = mocked(recorder)
+    assert memory.add("alice", "Prefers email.", share=True) is None
+    assert memory.flush(2) and memory.writer_stats().queued == 0
+    assert recorder.requests == [], "nothing sent, nothing queued"
+    assert "field=share" in caplog.text and "Prefers" not in caplog.text
+
+
+@pytest.mark.parametrize("share", ["yes", 1, None])
+def test_share_is_true_or_false(share: Any) -> None:
+    recorder = Recorder(jobs_answer())
+    with pytest.raises(InvalidInputError, match="share"):
+        agent_client(recorder, strict=True).add("alice", "Prefers email.", share=share)
+    assert recorder.requests == []
+
+
+# --- direct invocation: the agent actions ------------------------------------------------------
+
+
+TARGET = InvokeTarget(get_memory="fn-get", ingest="fn-ingest", recall="fn-recall")
+
+
+class FakeLambda:
+    """The `invoke` of a botocore lambda client: records each payload, answers by action."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def invoke(self, FunctionName: str, Payload: bytes) -> dict[str, Any]:
+        payload = json.loads(Payload)
+        self.calls.append((FunctionName, payload))
+        action = payload["action"]
+        answers: dict[str, Any] = {
+            "get_agent_memory": agent_memory_body(),
+            "get_agent_history": {"versions": []},
+            "export_agent_memory": IDS | {"next_cursor": None},
+            "list_agent_facts": {"facts": [], "next_cursor": None},
+            "list_agent_episodes": {"episodes": [], "next_cursor": None},
+            "list_agent_records": {"items": [], "next_cursor": None},
+            "query_agent_memory": {"results": []},
+            "get_agent_context": {"context": "c", "word_count": 1},
+            "ingest_agent_memory": {"jobs": [job_body()]},
+            "put_agent_memory": memory_body("New.", 3) | {"agent_id": "research"},
+            "delete_agent_memory": {"receipt_id": "del_1"},
+            "get_agent_deletion": IDS
+            | {
+                "receipt_id": "del_1",
+                "scope": "user",
+                "erased": {"dynamodb": {}, "s3": {}, "queue": {}, "vectors": {}},
+            },
+            "delete_agent_fact": {},
+            "delete_agent_record": {},
+        }
+        raw = json.dumps(answers[action]).encode()
+        metadata = {"RequestId": "lambda-req-1", "HTTPStatusCode": 200}
+        return {"StatusCode": 200, "Payload": io.BytesIO(raw), "ResponseMetadata": metadata}
+
+
+INVOKED: dict[str, tuple[Callable[[MemoryClient], Any], str, dict[str, Any]]] = {
+    "get": (lambda m: m.get("alice"), "fn-get", {"action": "get_agent_memory"}),
+    "history": (lambda m: m.history("alice", 5), "fn-get", {"action": "get_agent_history", "limit": 5}),
+    "export": (lambda m: m.export("alice"), "fn-get", {"action": "export_agent_memory"}),
+    "facts": (lambda m: m.facts("alice", 7), "fn-get", {"action": "list_agent_facts", "limit": 7}),
+    "episodes": (lambda m: m.episodes("alice", 7), "fn-get", {"action": "list_agent_episodes", "limit": 7}),
+    "records": (
+        lambda m: m.records("alice", limit=7),
+        "fn-get",
+        {"action": "list_agent_records", "limit": 7},
+    ),
+    "deletion": (
+        lambda m: m.deletion("alice", "del_1"),
+        "fn-get",
+        {"action": "get_agent_deletion", "receipt_id": "del_1"},
+    ),
+    "query": (
+        lambda m: m.query("alice", "payments?", top_k=3),
+        "fn-recall",
+        {"action": "query_agent_memory", "request": {"query": "payments?", "top_k": 3}},
+    ),
+    "context": (
+        lambda m: m.context("alice", max_words=50),
+        "fn-recall",
+        {"action": "get_agent_context", "request": {"max_words": 50}},
+    ),
+    "add": (
+        lambda m: m.add("alice", "Prefers email.", share=True, idempotency_key="k1"),
+        "fn-ingest",
+        {
+            "action": "ingest_agent_memory",
+            "items": [{"text": "Prefers email.", "share": True}],
+            "upsert": True,
+            "idempotency_key": "k1",
+        },
+    ),
+    "put": (
+        lambda m: m.put("alice", "New.", 2),
+        "fn-ingest",
+        {"action": "put_agent_memory", "memory": "New.", "expected_version": 2},
+    ),
+    "forget": (lambda m: m.forget("alice"), "fn-ingest", {"action": "delete_agent_memory"}),
+    "delete_fact": (
+        lambda m: m.delete_fact("alice", "pay"),
+        "fn-ingest",
+        {"action": "delete_agent_fact", "fact_id": "pay"},
+    ),
+    "delete_record": (
+        lambda m: m.delete_record("alice", "rec_1"),
+        "fn-ingest",
+        {"action": "delete_agent_record", "record_id": "rec_1"},
+    ),
+}
+
+
+@pytest.mark.parametrize(("method", "function", "payload"), INVOKED.values(), ids=INVOKED.keys())
+def test_invoked_an_agents_client_sends_the_agent_actions_with_the_agent_id(
+    method: Callable[[MemoryClient], Any], function: str, payload: dict[str, Any]
+) -> None:
+    fake = FakeLambda()
+    memory = MemoryClient(
+        tenant="acme", agent="research", strict=True, transport=InvokeTransport(TARGET, client=fake)
+    )
+    assert method(memory) is not None
+    assert fake.calls == [(function, {**payload, **IDS} | {"action": payload["action"]})]
+    assert fake.calls[0][1]["agent_id"] == "research"
+
+
+# --- the background writer and the spool -------------------------------------------------------
+
+
+def test_the_background_writer_sends_an_agents_adds_to_its_route() -> None:
+    recorder = Recorder(jobs_answer())
+    with agent_client(recorder) as memory:
+        memory.add("alice", "one", id="a-1")
+        memory.add("alice", "two", id="a-2", share=True)
+        assert memory.flush(5)
+    assert [r.url.path for r in recorder.requests] == [AGENT]
+    assert recorder.bodies()[0]["items"] == [
+        {"text": "one", "id": "a-1"},
+        {"text": "two", "id": "a-2", "share": True},
+    ]
+
+
+def test_what_an_agents_client_left_unsent_is_spooled_with_its_agent_and_sent_to_its_route(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="hippocampus_client")
+    spool = tmp_path / "unsent.jsonl"
+    reported: list[list[Unsent]] = []
+    dead = f"http://127.0.0.1:{closed_port()}"
+    memory = MemoryClient(
+        endpoint=dead, tenant="acme", agent="research", spool_path=spool, on_unsent=reported.append
+    )
+    memory.add("alice", "private", id="a-1")
+    assert memory.close(5) is False
+    assert reported == [[Unsent("alice", ["a-1"], "research")]]
+    assert "user_id=alice agent_id=research items=1 item_ids=a-1" in caplog.text
+    (line,) = [json.loads(text) for text in spool.read_text().splitlines()]
+    assert line["agent_id"] == "research" and line["items"] == [{"text": "private", "id": "a-1"}]
+    # A user's line of the same user, spooled by a client without an agent: another scope, never merged.
+    with spool.open("a") as file:
+        file.write(
+            json.dumps(
+                {
+                    "tenant_id": "acme",
+                    "user_id": "alice",
+                    "items": [{"text": "shared", "id": "u-1"}],
+                    "upsert": True,
+                }
+            )
+            + "\n"
+        )
+    recorder = Recorder(jobs_answer())
+    with mocked(recorder, spool_path=spool) as again:  # a client without an agent claims the spool
+        assert again.flush(5)
+    sent = sorted(zip([r.url.path for r in recorder.requests], recorder.bodies(), strict=True))
+    assert [(path, [item["id"] for item in body["items"]]) for path, body in sent] == [
+        (AGENT, ["a-1"]),
+        (USER, ["u-1"]),
+    ]
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+
+
+class FakeRoutes(RecordingServer):
+    """Answers `(method, path)` from `answers`; anything else is a 404 `not_found`, as the API's."""
+
+    def __init__(self) -> None:
+        self.answers: dict[tuple[str, str], Answer] = {}
+        super().__init__(
+            lambda method, path, body: (
+                self.answers.get((method, path.split("?")[0])) or json_answer(404, envelope("not_found", 404))
+            )
+        )
+
+    def seen(self) -> list[tuple[str, str, Any]]:
+        return [(m, p.split("?")[0], json.loads(b) if b else None) for m, p, b in self.requests]
+
+
+@pytest.fixture(scope="module")
+def routes_server() -> Iterator[FakeRoutes]:
+    with FakeRoutes() as server:
+        yield server
+
+
+@pytest.fixture
+def routes(routes_server: FakeRoutes) -> FakeRoutes:
+    routes_server.answers.clear()
+    routes_server.requests.clear()
+    routes_server.answers["GET", AGENT] = json_answer(200, agent_memory_body())
+    routes_server.answers["POST", AGENT] = json_answer(202, {"jobs": [job_body()]})
+    routes_server.answers["POST", USER] = json_answer(202, {"jobs": [job_body()]})
+    routes_server.answers["GET", AGENT + "/records"] = json_answer(200, {"items": [], "next_cursor": None})
+    routes_server.answers["DELETE", AGENT] = (204, {"Deletion-Receipt": "del_1"}, b"")
+    return routes_server
+
+
+def run(routes: FakeRoutes, *args: str, env: dict[str, str] | None = None) -> Result:
+    options = ["--endpoint", routes.url, "--tenant", "acme"]
+    return CliRunner().invoke(cli, [*options, *args], env={"HIPPOCAMPUS_AGENT": "", **(env or {})})
+
+
+def test_cli_get_with_agent_prints_both_scopes(routes: FakeRoutes) -> None:
+    result = run(routes, "--agent", "research", "get", "alice")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "shared (version 5):\n    Alice sells candles.\nagent research (version 2):\n    Prefers short answers.\n"
+    )
+    short = json.loads(run(routes, "get", "alice", "--agent", "research", "--json").stdout)
+    assert short == IDS | {
+        "scopes": {
+            "shared": {"memory": "Alice sells candles.", "version": 5, "updated_at": None},
+            "agent": {"memory": "Prefers short answers.", "version": 2, "updated_at": None},
+        }
+    }
+    assert [(m, p) for m, p, _ in routes.seen()] == [("GET", AGENT), ("GET", AGENT)]
+
+
+def test_cli_agent_from_the_variable_and_add_share(routes: FakeRoutes) -> None:
+    shared = run(routes, "add", "alice", "Prefers email.", "--share", env={"HIPPOCAMPUS_AGENT": "research"})
+    assert shared.exit_code == 0, shared.output
+    own = run(routes, "--agent", "research", "add", "alice", "Private note.")
+    assert own.exit_code == 0, own.output
+    assert routes.seen() == [
+        ("POST", AGENT, {"items": [{"text": "Prefers email.", "share": True}], "upsert": True}),
+        ("POST", AGENT, {"items": [{"text": "Private note."}], "upsert": True}),
+    ]
+
+
+def test_cli_share_without_agent_and_an_agent_that_is_no_id_are_usage_errors(routes: FakeRoutes) -> None:
+    refused = run(routes, "add", "alice", "Prefers email.", "--share")
+    assert refused.exit_code == 2 and "--agent" in refused.stderr
+    bad = run(routes, "--agent", "..", "get", "alice")
+    assert bad.exit_code == 2 and "'..' is not an id" in bad.stderr
+    browser = run(routes, "--agent", "research", "ui", "--no-open")
+    assert browser.exit_code == 2 and "--agent" in browser.stderr
+    assert routes.requests == []
+
+
+def test_cli_records_and_forget_with_agent(routes: FakeRoutes) -> None:
+    assert run(routes, "--agent", "research", "records", "alice").exit_code == 0
+    forgot = run(routes, "--agent", "research", "--json", "forget", "alice", "--yes")
+    assert forgot.exit_code == 0, forgot.output
+    assert json.loads(forgot.stdout) == {
+        "deleted": True, "user_id": "alice", "agent_id": "research", "receipt_id": "del_1"
+    }  # fmt: skip
+    asked = run(routes, "--agent", "research", "forget", "alice", env={})
+    assert "everything agent research keeps about alice" in asked.stderr
+    assert [(m, p) for m, p, _ in routes.seen()] == [("GET", AGENT + "/records"), ("DELETE", AGENT)]
+
+
+def test_cli_query_with_agent_names_each_results_scope(routes: FakeRoutes) -> None:
+    hits = [
+        {"type": "fact", "id": "pay", "text": "Pays through Stripe.", "score": 0.8, "scope": "shared"},
+        {"type": "fact", "id": "tone", "text": "Likes short answers.", "score": 0.5, "scope": "agent"},
+    ]
+    routes.answers["POST", AGENT + "/query"] = json_answer(200, {"memory": None, "results": hits})
+    result = run(routes, "--agent", "research", "query", "alice", "payments", "--no-memory")
+    assert result.exit_code == 0, result.output
+    assert "0.800 fact pay (shared)\n" in result.stdout and "0.500 fact tone (agent)\n" in result.stdout
+    assert routes.seen()[-1][:2] == ("POST", AGENT + "/query")
+
+
+# --- the MCP server ------------------------------------------------------------------------------
+
+
+def call(client: MemoryClient, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def scenario() -> CallToolResult:
+        async with Client(build_server(client)) as session:
+            return await session.call_tool(tool, arguments)
+
+    return anyio.run(scenario)
+
+
+def remember_parameters(client: MemoryClient) -> set[str]:
+    async def scenario() -> Any:
+        async with Client(build_server(client)) as session:
+            return await session.list_tools()
+
+    tools = {tool.name: tool for tool in anyio.run(scenario).tools}
+    return set(tools["remember"].input_schema["properties"])
+
+
+def test_mcp_with_agent_serves_the_agents_scope(routes: FakeRoutes) -> None:
+    with MemoryClient(endpoint=routes.url, tenant="acme", agent="research", strict=True) as memory:
+        assert "share" in remember_parameters(memory)
+        read = call(memory, "read_memory", {"user_id": "alice"})
+        remembered = call(memory, "remember", {"user_id": "alice", "text": "Prefers email.", "share": True})
+        forgot = call(memory, "forget", {"user_id": "alice", "confirm": True})
+        hits = [
+            {"type": "fact", "id": "pay", "text": "Pays through Stripe.", "score": 0.8, "scope": "shared"}
+        ]
+        routes.answers["POST", AGENT + "/query"] = json_answer(200, {"memory": None, "results": hits})
+        recalled = call(memory, "recall", {"user_id": "alice", "query": "payments"})
+    assert [hit["scope"] for hit in (recalled.structured_content or {})["results"]] == ["shared"]
+    assert not read.is_error and not remembered.is_error and not forgot.is_error
+    content = read.structured_content or {}
+    assert (content["agent_id"], content["summary"], content["version"]) == (
+        "research",
+        "Prefers short answers.",
+        2,
+    )
+    assert (content["shared"]["summary"], content["shared"]["version"]) == ("Alice sells candles.", 5)
+    assert forgot.structured_content == {
+        "user_id": "alice", "forgotten": "agent", "agent_id": "research", "fact_id": None, "receipt_id": "del_1"
+    }  # fmt: skip
+    assert routes.seen() == [
+        ("GET", AGENT, None),
+        ("POST", AGENT, {"items": [{"text": "Prefers email.", "share": True}], "upsert": True}),
+        ("DELETE", AGENT, None),
+        ("POST", AGENT + "/query", {"query": "payments", "top_k": 10, "include_memory": False}),
+    ]
+
+
+def test_mcp_without_agent_has_no_share(routes: FakeRoutes) -> None:
+    with MemoryClient(endpoint=routes.url, tenant="acme", strict=True) as memory:
+        assert "share" not in remember_parameters(memory)
+        refused = call(memory, "remember", {"user_id": "alice", "text": "Prefers email.", "share": True})
+    assert refused.is_error and "unknown argument: share" in " ".join(
+        getattr(b, "text", "") for b in refused.content
+    )
+    assert routes.requests == []
+
+
+def test_mcp_agent_option_and_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIPPOCAMPUS_TENANT", "acme")
+    monkeypatch.delenv("HIPPOCAMPUS_AGENT", raising=False)
+    assert _options(["--local", "--agent", "research"])[2] == "research"
+    assert _options(["--local"])[2] is None
+    monkeypatch.setenv("HIPPOCAMPUS_AGENT", "support")
+    assert _options(["--local"])[2] == "support"
+    with pytest.raises(SystemExit) as exit_info:
+        _options(["--local", "--agent", ".."])
+    assert exit_info.value.code == 2
