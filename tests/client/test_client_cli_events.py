@@ -84,6 +84,13 @@ EVENTS = [
     ),
     event("User Forgotten", **RECEIPT),
     event("Something New", event_id="ev9"),
+    # An agent's private scope (docs/api.md "Agent scopes").
+    event("Memory Updated", version=2, word_count=5, job_ids=["job-7"], agent_id="research"),
+    event(
+        "User Forgotten",
+        **(RECEIPT | {"erased": {"dynamodb": {"memory": 1, "agent_scopes": 2}}}),
+    ),
+    event("User Forgotten", **(RECEIPT | {"erased": {"dynamodb": {"memory": 1}}}), agent_id="writer"),
 ]
 LINES = [
     f"{TIME} Memory Updated acme/alice v4, 27 words (job-2f9c, job-3a1b)",
@@ -96,6 +103,9 @@ LINES = [
     f"{TIME} User Forgotten acme/alice receipt del_0a1b generation 2 (1 summary, 120 episodes, 14 records, 1 job, "
     "1 job reference, 3 raw payloads, 2 past summaries)",
     f"{TIME} Something New acme/alice event ev9",
+    f"{TIME} Memory Updated acme/alice agent research v2, 5 words (job-7)",
+    f"{TIME} User Forgotten acme/alice receipt del_0a1b generation 2 (1 summary, 2 agent scopes)",
+    f"{TIME} User Forgotten acme/alice agent writer receipt del_0a1b generation 2 (1 summary)",
 ]
 
 

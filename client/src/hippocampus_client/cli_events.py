@@ -274,6 +274,8 @@ def event_line(event: Mapping[str, Any]) -> str:
     detail = detail if isinstance(detail, Mapping) else {}
     kind = str(event.get("detail-type", "?"))
     who = f"{detail.get('tenant_id', '?')}/{detail.get('user_id', '?')}"
+    if detail.get("agent_id"):  # a change of an agent's private scope of the user
+        who += f" agent {detail['agent_id']}"
     about = _ABOUT.get(kind, _unknown)(detail)
     return f"{event.get('time', '-')} {kind} {who} {about}".rstrip()
 
@@ -314,6 +316,7 @@ _ERASED = {
         "job_references": ("job reference", "job references"),
         "idempotency_records": ("idempotency record", "idempotency records"),
         "pii_placeholders": ("PII placeholder", "PII placeholders"),
+        "agent_scopes": ("agent scope", "agent scopes"),
     },
     "s3": {
         "raw_objects": ("raw payload", "raw payloads"),
