@@ -1202,7 +1202,14 @@ class Ports:
 
     def exports(self, page_bytes: int = EXPORT_PAGE_BYTES) -> ExportService:
         return ExportService(
-            self.store, self.jobs, self.archive, self.tracing, self.store, self.store, page_bytes=page_bytes
+            self.store,
+            self.jobs,
+            self.archive,
+            self.tracing,
+            self.store,
+            self.store,
+            page_bytes=page_bytes,
+            agents=self.agents,
         )
 
     def ingest(self, clock: Clock = utc_now) -> IngestService:

@@ -177,3 +177,18 @@ def test_a_private_job_is_read_back_with_its_agent(ports):
     listed = send(ports, "GET", RESEARCH + "/jobs")
     assert [entry["job_id"] for entry in listed["items"]] == [jobs[0]["job_id"]]
     assert [entry["job_id"] for entry in send(ports, "GET", SHARED + "/jobs")["items"]] == [shared["job_id"]]
+
+
+def test_a_users_export_names_its_agents_and_each_agent_exports_its_own(ports):
+    send(ports, "POST", SHARED, fact("s1", "Lives in Leeds."))
+    send(ports, "POST", RESEARCH, fact("p1", "Studies reefs."))
+    send(ports, "POST", WRITER, turn("Write warmly."))
+    exported = send(ports, "GET", SHARED + "/export")
+    assert exported["agents"] == ["research", "writer"]
+    assert [entry["id"] for entry in exported["memory"]["facts"]] == ["s1"]
+    own = send(ports, "GET", RESEARCH + "/export")
+    assert (own["agent_id"], own["agents"], [f["id"] for f in own["memory"]["facts"]]) == (
+        "research",
+        [],
+        ["p1"],
+    )

@@ -125,7 +125,13 @@ def read_service() -> ReadService:
 @once
 def export_service() -> ExportService:
     return ExportService(
-        memory_store(), job_store(), archive(), _read_tracing(), episode_store(), record_store()
+        memory_store(),
+        job_store(),
+        archive(),
+        _read_tracing(),
+        episode_store(),
+        record_store(),
+        agents=agent_registry(),
     )
 
 

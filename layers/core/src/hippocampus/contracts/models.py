@@ -378,6 +378,9 @@ class ExportDocument(Scoped):
     episodes: list[Episode]  # the condensed turns kept for recall, oldest first
     records: list[MemoryRecord] = Field(default_factory=list)  # current and invalidated, as recorded
     next_cursor: str | None  # the next page, or None: nothing more
+    # A user's export, first page: the agents with a private scope of the user, each exported at
+    # …/agents/{agent_id}/memory/export (docs/api.md "Agent scopes").
+    agents: list[str] = Field(default_factory=list)
 
 
 class HealthResponse(Record):

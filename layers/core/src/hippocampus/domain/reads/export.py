@@ -19,6 +19,7 @@ from hippocampus.contracts.limits import EXPORT_PAGE_BYTES
 from hippocampus.contracts.models import ExportDocument
 from hippocampus.contracts.ports import ArchiveStore, EpisodeStore, JobStore, MemoryStore, Tracing
 from hippocampus.contracts.records import RecordStore
+from hippocampus.contracts.scopes import AgentRegistry, split_scope
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.reads.cursors import decode_position, encode_position, invalid_cursor
 from hippocampus.domain.reads.service import memory_body
@@ -68,7 +69,9 @@ class ExportService:
         records: RecordStore,
         clock: Clock = utc_now,
         page_bytes: int = EXPORT_PAGE_BYTES,
+        agents: AgentRegistry | None = None,
     ) -> None:
+        self._agents = agents
         self._episodes = episodes
         self._records = records
         self._store = store
@@ -108,7 +111,15 @@ class ExportService:
             episodes=page["episodes"],
             records=page["records"],
             next_cursor=encode_cursor(*resume) if resume is not None else None,
+            agents=self._agents_of(tenant_id, user_id) if after is None else [],
         )
+
+    def _agents_of(self, tenant_id: str, user_id: str) -> list[str]:
+        """A user's agents with a private scope (an agent's own export names none)."""
+        if self._agents is None or split_scope(user_id)[1] is not None:
+            return []
+        with self._tracing.span("dynamodb.list_agents", tenant_id=tenant_id):
+            return sorted(self._agents.agents(tenant_id, user_id))
 
     def _entries(
         self, tenant_id: str, user_id: str, generation: int, after: tuple[int, str]
