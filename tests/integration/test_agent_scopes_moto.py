@@ -24,7 +24,9 @@ def ok(result: Any) -> Any:
 def agents_items(aws) -> list[dict[str, Any]]:
     """Every item of an agent's scope of alice, or of the list of alice's agents."""
     items = boto3.client("dynamodb").scan(TableName=aws.table_name)["Items"]
-    return [item for item in items if item["pk"]["S"].startswith(("T#acme#U#alice#A#", "T#acme#U#alice#AGENTS"))]
+    return [
+        item for item in items if item["pk"]["S"].startswith(("T#acme#U#alice#A#", "T#acme#U#alice#AGENTS"))
+    ]
 
 
 def agents_objects(aws) -> list[str]:
@@ -82,7 +84,11 @@ def test_forgetting_one_agent_keeps_the_others_and_the_shared_memory(service, aw
     receipt_id = ok(service.call("DELETE", RESEARCH))["deletion-receipt"]
 
     receipt = ok(service.call("GET", f"{RESEARCH}/deletions/{receipt_id}"))
-    assert (receipt["scope"], receipt["agent_id"], receipt["erased"]["dynamodb"]["facts"]) == ("agent", "research", 1)
+    assert (receipt["scope"], receipt["agent_id"], receipt["erased"]["dynamodb"]["facts"]) == (
+        "agent",
+        "research",
+        1,
+    )
     assert [fact["id"] for fact in ok(service.call("GET", SHARED))["facts"]] == ["s1"]
     assert [fact["id"] for fact in ok(service.call("GET", WRITER))["scopes"]["agent"]["facts"]] == ["w1"]
     listed = boto3.client("dynamodb").query(
