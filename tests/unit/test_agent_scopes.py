@@ -2,6 +2,7 @@
 and searches see the shared memory and its own, never another agent's, and forgetting the user
 forgets every agent's scope."""
 
+import json
 from typing import Any
 
 import pytest
@@ -192,3 +193,16 @@ def test_a_users_export_names_its_agents_and_each_agent_exports_its_own(ports):
         [],
         ["p1"],
     )
+
+
+def test_an_agents_records_name_the_agent(ports):
+    send(ports, "POST", RESEARCH, turn("I moved to Lisbon."))
+    send(ports, "POST", SHARED, turn("I moved to Leeds."))
+    operation = {"op": "add", "record_id": None, "text": "Moved.", "category": "location"}
+    answer = json.dumps(
+        {"summary": "Moved.", "operations": [operation | {"valid_from": None, "source_items": []}]}
+    )
+    condense(ports, ScriptedModel(answer))
+    [own] = send(ports, "GET", RESEARCH + "/records")["items"]
+    [shared] = send(ports, "GET", SHARED + "/records")["items"]
+    assert (own["agent_id"], shared["agent_id"]) == ("research", None)

@@ -34,6 +34,7 @@ from hippocampus.contracts.ports import (
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.recall import Episode
 from hippocampus.contracts.records import DEFAULT_MAX_RECORDS, MemoryRecord, RecordOperation, RecordStore
+from hippocampus.contracts.scopes import split_scope
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.budget_gate import BudgetGate
 from hippocampus.domain.condense.condenser import Condenser
@@ -396,7 +397,8 @@ class ConsolidationService:
             SourceItem(episode.id, episode.occurred_at, episode.job_id) for episode in attempt.episodes
         ]
         room = TRANSACTION_MAX_ITEMS - 1 - len(attempt.pending) - len(attempt.episodes)
-        changes = apply_operations(operations, Burst(current, sources, now, room))
+        agent_id = split_scope(attempt.pending[0].message.user_id)[1]
+        changes = apply_operations(operations, Burst(current, sources, now, room, agent_id))
         if changes.dropped:
             record_metric(MetricName.RECORD_OPERATIONS_DROPPED, changes.dropped)
             logger.info("record operations dropped", extra={"dropped": changes.dropped})

@@ -66,6 +66,7 @@ class Burst:
     sources: Sequence[SourceItem]
     now: datetime
     max_writes: int
+    agent_id: str | None = None  # the agent whose private scope the records are of (None: shared)
 
 
 def apply_operations(
@@ -163,6 +164,7 @@ class _Changes:
                 "recorded_at": now,
                 "episode_ids": sorted({source.item_id for source in sources}),
                 "job_id": sources[-1].job_id,
+                "agent_id": self._burst.agent_id,
             }
         )
 
