@@ -38,9 +38,6 @@ from hippocampus.adapters.dynamodb_records import trim_order
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.adapters.pii.patterns import PatternDetector
 from hippocampus.api import (
-    agent_read_routes,
-    agent_recall_routes,
-    agent_write_routes,
     openapi,
     read_routes,
     recall_routes,
@@ -1140,7 +1137,7 @@ class Ports:
         edits, ingest, recall = self.edits(), self.idempotent_ingest(), self.recall()
         return {
             "get_memory": api_function(
-                [read_routes.router, agent_read_routes.router, openapi.router],
+                [read_routes.router, openapi.router],
                 {
                     read_routes.read_service: self.reads,
                     read_routes.export_service: self.exports,
@@ -1151,7 +1148,7 @@ class Ports:
                 },
             ),
             "ingest": api_function(
-                [write_routes.router, agent_write_routes.router],
+                [write_routes.router],
                 {
                     write_routes.idempotent_ingest: lambda: ingest,
                     write_routes.edit_service: lambda: edits,
@@ -1160,7 +1157,7 @@ class Ports:
                 },
             ),
             "recall": api_function(
-                [recall_routes.router, agent_recall_routes.router],
+                [recall_routes.router],
                 {recall_routes.recall_service: lambda: recall},
             ),
         }

@@ -8,9 +8,6 @@ from typing import Any
 import pytest
 
 from hippocampus.api import (
-    agent_read_routes,
-    agent_recall_routes,
-    agent_write_routes,
     direct,
     openapi,
     read_routes,
@@ -119,9 +116,6 @@ def test_every_route_has_a_direct_sample_and_an_http_sample() -> None:
         openapi.router,
         write_routes.router,
         recall_routes.router,
-        agent_read_routes.router,
-        agent_write_routes.router,
-        agent_recall_routes.router,
     ):
         app.include_router(router)
     assert {load(sample)["action"] for sample in PAIRS} == set(direct.actions(app))

@@ -906,14 +906,29 @@ AGENT_CASES = (
         _case(
             Invoke(function, act(action)), 422, "validation_error", "agent_id", f"{action} without agent_id"
         )
-        for function, action in (
-            ("get_memory", "get_agent_memory"),
-            ("get_memory", "list_agent_facts"),
-            ("ingest", "ingest_agent_memory"),
-            ("ingest", "delete_agent_memory"),
-            ("recall", "query_agent_memory"),
-            ("recall", "get_agent_context"),
-        )
+        for function, actions in {
+            "get_memory": (
+                "get_agent_memory",
+                "get_agent_history",
+                "export_agent_memory",
+                "list_agent_facts",
+                "list_agent_episodes",
+                "list_agent_records",
+                "list_agent_jobs",
+                "get_agent_job",
+                "get_agent_deletion",
+            ),
+            "ingest": (
+                "ingest_agent_memory",
+                "put_agent_memory",
+                "delete_agent_memory",
+                "delete_agent_fact",
+                "delete_agent_record",
+                "forget_agent_episode",
+            ),
+            "recall": ("query_agent_memory", "get_agent_context"),
+        }.items()
+        for action in actions
     ]
     + [
         _case(

@@ -19,7 +19,7 @@ from hippocampus.adapters.dynamodb_records import DynamoRecordStore
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.tracing import make_tracing
-from hippocampus.api import agent_read_routes, read_routes
+from hippocampus.api import read_routes
 from hippocampus.api.entry import LambdaHandler, api_function
 from hippocampus.api.openapi import router as openapi_router
 from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
@@ -349,7 +349,7 @@ def get_memory_handler() -> LambdaHandler:
     """The read function: memory, history, jobs, health, OpenAPI (over HTTP and directly)."""
     get_settings()  # a bad configuration fails the cold start, naming the variable
     return api_function(
-        [read_routes.router, agent_read_routes.router, openapi_router],
+        [read_routes.router, openapi_router],
         {
             read_routes.read_service: read_service,
             read_routes.export_service: export_service,
@@ -363,12 +363,12 @@ def get_memory_handler() -> LambdaHandler:
 
 def ingest_handler() -> LambdaHandler:
     """The write function: ingest, replace, forget, delete a fact (over HTTP and directly)."""
-    from hippocampus.api import agent_write_routes, write_routes
+    from hippocampus.api import write_routes
 
     get_settings().require("queue_url")
     masker()  # with MEMORY_PII=mask, a detector that cannot load fails the cold start
     return api_function(
-        [write_routes.router, agent_write_routes.router],
+        [write_routes.router],
         {
             write_routes.idempotent_ingest: idempotent_ingest,
             write_routes.edit_service: edit_service,
@@ -380,13 +380,13 @@ def ingest_handler() -> LambdaHandler:
 
 def recall_handler() -> LambdaHandler:
     """The recall function: query a user's memory, the context block (over HTTP and directly)."""
-    from hippocampus.api import agent_recall_routes, recall_routes
+    from hippocampus.api import recall_routes
 
     get_settings().require("table_name")
     query_embedder()  # a bad embedding configuration fails the cold start, naming the variable
     masker()
     return api_function(
-        [recall_routes.router, agent_recall_routes.router],
+        [recall_routes.router],
         {recall_routes.recall_service: recall_service},
     )
 

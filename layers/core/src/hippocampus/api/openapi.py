@@ -44,14 +44,7 @@ def openapi_document() -> dict[str, Any]:
     write routes' models."""
     from aws_lambda_powertools.event_handler.openapi.models import APIKey
 
-    from hippocampus.api import (
-        agent_read_routes,
-        agent_recall_routes,
-        agent_write_routes,
-        read_routes,
-        recall_routes,
-        write_routes,
-    )
+    from hippocampus.api import read_routes, recall_routes, write_routes
     from hippocampus.api.openapi_responses import ERROR_ENVELOPE
     from hippocampus.api.resolver import build_resolver
     from hippocampus.contracts.models import ErrorEnvelope
@@ -60,8 +53,6 @@ def openapi_document() -> dict[str, Any]:
     app.include_router(read_routes.router)
     app.include_router(write_routes.router)
     app.include_router(recall_routes.router)
-    for router in (agent_read_routes.router, agent_write_routes.router, agent_recall_routes.router):
-        app.include_router(router)
     document: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
             title="Hippocampus on AWS",

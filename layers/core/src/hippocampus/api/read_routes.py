@@ -1,5 +1,6 @@
 """Routes of the read path (the get_memory function): health, memory, history, jobs, the export, the
-lists of a user's facts, episodes and records, the tenant's users and its LLM usage."""
+lists of a user's facts, episodes and records, the tenant's users and its LLM usage; and the same in
+an agent's scope (docs/api.md "Agent scopes")."""
 
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
 from hippocampus.api.params import (
+    AgentId,
     AsOf,
     ExportCursor,
     HistoryLimit,
@@ -24,10 +26,12 @@ from hippocampus.api.params import (
     TenantId,
     UserId,
 )
-from hippocampus.api.responses import conditional_memory_response
+from hippocampus.api.responses import conditional_agent_memory_response, conditional_memory_response
+from hippocampus.api.scoped_routes import AGENT_TAGS, scoped_route
 from hippocampus.contracts.budgets import TenantUsage
 from hippocampus.contracts.limits import DEFAULT_HISTORY_LIMIT
 from hippocampus.contracts.models import (
+    AgentMemoryBody,
     ExportDocument,
     HealthResponse,
     HistoryResponse,
@@ -40,6 +44,8 @@ from hippocampus.contracts.recall import DEFAULT_LIST_LIMIT, EpisodeList, FactLi
 from hippocampus.contracts.receipts import DeletionReceipt
 from hippocampus.contracts.records import DEFAULT_RECORD_LIST_LIMIT, RecordList
 from hippocampus.contracts.routes import (
+    AGENT_JOB_PATH,
+    AGENT_MEMORY_PATH,
     DELETION_PATH,
     EPISODES_PATH,
     EXPORT_PATH,
@@ -54,6 +60,7 @@ from hippocampus.contracts.routes import (
     USERS_PATH,
     powertools_path,
 )
+from hippocampus.contracts.scopes import agent_scope
 from hippocampus.domain.reads.export import ExportService
 from hippocampus.domain.reads.lists import ListService
 from hippocampus.domain.reads.receipts import ReceiptService
@@ -119,9 +126,12 @@ def get_memory(
     return conditional_memory_response(reads.read_memory(tenant_id, user_id), if_none_match)
 
 
-@router.get(
-    powertools_path(HISTORY_PATH),
+@scoped_route(
+    router,
+    "GET",
+    HISTORY_PATH,
     summary="Past versions, newest first",
+    agent_summary="Past versions of the agent's summary, newest first",
     operation_id="getHistory",
     tags=["memory"],
     responses=documented.HISTORY,
@@ -132,9 +142,12 @@ def get_history(
     return reads.get_history(tenant_id, user_id, limit)
 
 
-@router.get(
-    powertools_path(EXPORT_PATH),
+@scoped_route(
+    router,
+    "GET",
+    EXPORT_PATH,
     summary="Everything stored about the user (in pages when long)",
+    agent_summary="Everything stored in the agent's private scope (in pages when long)",
     operation_id="exportMemory",
     tags=["memory"],
     responses=documented.EXPORT,
@@ -145,9 +158,12 @@ def export_memory(
     return exports.export(tenant_id, user_id, cursor)
 
 
-@router.get(
-    powertools_path(FACTS_PATH),
+@scoped_route(
+    router,
+    "GET",
+    FACTS_PATH,
     summary="The user's facts, newest first",
+    agent_summary="The agent's private facts, newest first",
     operation_id="listFacts",
     tags=["memory"],
     responses=documented.FACTS,
@@ -162,9 +178,12 @@ def list_facts(
     return lists.list_facts(tenant_id, user_id, limit, cursor)
 
 
-@router.get(
-    powertools_path(EPISODES_PATH),
+@scoped_route(
+    router,
+    "GET",
+    EPISODES_PATH,
     summary="The user's episodes, newest first",
+    agent_summary="The agent's private episodes, newest first",
     operation_id="listEpisodes",
     tags=["memory"],
     responses=documented.EPISODES,
@@ -179,9 +198,12 @@ def list_episodes(
     return lists.list_episodes(tenant_id, user_id, limit, cursor)
 
 
-@router.get(
-    powertools_path(RECORDS_PATH),
+@scoped_route(
+    router,
+    "GET",
+    RECORDS_PATH,
     summary="The user's records, newest first",
+    agent_summary="The agent's private records, newest first",
     operation_id="listRecords",
     tags=["memory"],
     responses=documented.RECORDS,
@@ -212,8 +234,39 @@ def get_job(tenant_id: TenantId, job_id: JobId, reads: Reads) -> Job:
 
 
 @router.get(
-    powertools_path(JOBS_PATH),
+    powertools_path(AGENT_MEMORY_PATH),
+    summary="The user's shared memory and the agent's private one",
+    operation_id="getAgentMemory",
+    tags=AGENT_TAGS,
+    responses=documented.GET_AGENT_MEMORY,
+)
+def get_agent_memory(
+    tenant_id: TenantId, user_id: UserId, agent_id: AgentId, reads: Reads, if_none_match: IfNoneMatch = None
+) -> Response[AgentMemoryBody | None]:
+    read = reads.read_agent_memory(tenant_id, user_id, agent_id)
+    return conditional_agent_memory_response(read, if_none_match)
+
+
+@router.get(
+    powertools_path(AGENT_JOB_PATH),
+    summary="One job of the agent's items, private or shared",
+    operation_id="getAgentJob",
+    tags=AGENT_TAGS,
+    responses=documented.AGENT_JOB,
+)
+def get_agent_job(
+    tenant_id: TenantId, user_id: UserId, agent_id: AgentId, job_id: JobId, reads: Reads
+) -> Job:
+    """A principal granted one agent reaches no tenant-level route: it polls its jobs here."""
+    return reads.get_scoped_job(tenant_id, agent_scope(user_id, agent_id), job_id)
+
+
+@scoped_route(
+    router,
+    "GET",
+    JOBS_PATH,
     summary="The user's ingestion jobs, newest first",
+    agent_summary="The jobs of the agent's private items, newest first",
     operation_id="listJobs",
     tags=["jobs"],
     responses=documented.JOBS,
@@ -252,9 +305,12 @@ def get_usage(tenant_id: TenantId, usage: Usage) -> TenantUsage:
     return usage.usage(tenant_id)
 
 
-@router.get(
-    powertools_path(DELETION_PATH),
+@scoped_route(
+    router,
+    "GET",
+    DELETION_PATH,
     summary="What a delete erased: a deletion receipt",
+    agent_summary="What a delete in the agent's scope erased: a deletion receipt",
     operation_id="getDeletion",
     tags=["memory"],
     responses=documented.DELETION,

@@ -12,6 +12,7 @@ from hippocampus.api.dependencies import unwired
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.api.params import EpisodeId, FactId, IdempotencyKey, IfMatch, RecordId, TenantId, UserId
 from hippocampus.api.responses import deleted, memory_response, receipt_headers, version_of_etag
+from hippocampus.api.scoped_routes import scoped_route
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (
     ForgetResponse,
@@ -20,7 +21,7 @@ from hippocampus.contracts.models import (
     MemoryBody,
     PutMemoryRequest,
 )
-from hippocampus.contracts.routes import EPISODE_PATH, FACT_PATH, MEMORY_PATH, RECORD_PATH, powertools_path
+from hippocampus.contracts.routes import EPISODE_PATH, FACT_PATH, MEMORY_PATH, RECORD_PATH
 from hippocampus.domain.reads.edits import EditService
 from hippocampus.domain.reads.forget_episode import EpisodeForgetter
 from hippocampus.domain.reads.records import RecordService
@@ -67,9 +68,12 @@ def expected_version(body_version: int | None, if_match: str | None) -> int | No
     return header_version
 
 
-@router.post(
-    powertools_path(MEMORY_PATH),
+@scoped_route(
+    router,
+    "POST",
+    MEMORY_PATH,
     summary="Ingest items",
+    agent_summary="Ingest items: private to the agent, or shared with `share: true`",
     operation_id="ingestMemory",
     tags=["memory"],
     responses=documented.INGEST,
@@ -86,9 +90,12 @@ def post_memory(
     return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=jobs)
 
 
-@router.put(
-    powertools_path(MEMORY_PATH),
+@scoped_route(
+    router,
+    "PUT",
+    MEMORY_PATH,
     summary="Replace the summary by hand",
+    agent_summary="Replace the agent's private summary by hand",
     operation_id="putMemory",
     tags=["memory"],
     responses=documented.PUT_MEMORY,
@@ -100,9 +107,12 @@ def put_memory(
     return memory_response(edits.put_memory(tenant_id, user_id, request.memory, version))
 
 
-@router.delete(
-    powertools_path(MEMORY_PATH),
+@scoped_route(
+    router,
+    "DELETE",
+    MEMORY_PATH,
     summary="Forget the user entirely",
+    agent_summary="Forget the agent's private scope of the user",
     operation_id="deleteMemory",
     tags=["memory"],
     responses=documented.DELETE_MEMORY,
@@ -112,9 +122,12 @@ def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Respons
     return deleted(receipt.receipt_id)
 
 
-@router.delete(
-    powertools_path(FACT_PATH),
+@scoped_route(
+    router,
+    "DELETE",
+    FACT_PATH,
     summary="Delete one fact",
+    agent_summary="Delete one of the agent's private facts",
     operation_id="deleteFact",
     tags=["memory"],
     responses=documented.DELETE_FACT,
@@ -124,9 +137,12 @@ def delete_fact(tenant_id: TenantId, user_id: UserId, fact_id: FactId, edits: Ed
     return deleted(receipt.receipt_id)
 
 
-@router.delete(
-    powertools_path(RECORD_PATH),
+@scoped_route(
+    router,
+    "DELETE",
+    RECORD_PATH,
     summary="Delete one record",
+    agent_summary="Delete one of the agent's private records",
     operation_id="deleteRecord",
     tags=["memory"],
     responses=documented.DELETE_RECORD,
@@ -138,9 +154,12 @@ def delete_record(
     return deleted(receipt.receipt_id)
 
 
-@router.delete(
-    powertools_path(EPISODE_PATH),
+@scoped_route(
+    router,
+    "DELETE",
+    EPISODE_PATH,
     summary="Forget one episode and what it alone taught",
+    agent_summary="Forget one of the agent's private episodes and what it alone taught",
     operation_id="forgetEpisode",
     tags=["memory"],
     responses=documented.FORGET_EPISODE,
