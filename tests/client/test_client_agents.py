@@ -1,7 +1,8 @@
 """Agent scopes in the client (client/README.md "Agent scopes", docs/api.md "Agent scopes"): a client
 made with `agent=` sends every per-user call to the agent's routes (HTTP paths and direct-invocation
-actions), `add(share=True)` is an agent's only, the background writer and the spool keep each item's
-scope, and `hippocampus --agent` and `hippocampus-mcp --agent` reach the same routes."""
+actions), jobs are polled on the agent's route when their user is known, `add(share=True)` is an
+agent's only, the background writer and the spool keep each item's scope, and `hippocampus --agent`
+and `hippocampus-mcp --agent` reach the same routes."""
 
 import asyncio
 import io
@@ -21,6 +22,7 @@ from client_test_servers import (
     RecordingServer,
     closed_port,
     envelope,
+    fake_clock,
     job_body,
     json_answer,
     memory_body,
@@ -36,6 +38,7 @@ from hippocampus_client import (
     InvalidInputError,
     InvokeTarget,
     InvokeTransport,
+    Job,
     Memory,
     MemoryClient,
 )
@@ -45,6 +48,7 @@ from hippocampus_client.writer import Unsent
 
 USER = "/v1/tenants/acme/users/alice/memory"
 AGENT = "/v1/tenants/acme/users/alice/agents/research/memory"
+TENANT_JOBS = "/v1/tenants/acme/jobs"
 IDS = {"tenant_id": "acme", "user_id": "alice", "agent_id": "research"}
 
 
@@ -132,7 +136,10 @@ METHODS: dict[str, tuple[Callable[[MemoryClient], Any], str, str]] = {
     "deletion": (lambda m: m.deletion("alice", "del_1"), "GET", AGENT + "/deletions/del_1"),
     "delete_fact": (lambda m: m.delete_fact("alice", "pay"), "DELETE", AGENT + "/facts/pay"),
     "delete_record": (lambda m: m.delete_record("alice", "rec_1"), "DELETE", AGENT + "/records/rec_1"),
-    "job (a tenant's route)": (lambda m: m.job("job-1"), "GET", "/v1/tenants/acme/jobs/job-1"),
+    "job of a user": (lambda m: m.job("job-1", user="alice"), "GET", AGENT + "/jobs/job-1"),
+    "wait for a Job": (lambda m: m.wait(Job.model_validate(job_body())), "GET", AGENT + "/jobs/job-1"),
+    "job (a tenant's route)": (lambda m: m.job("job-1"), "GET", TENANT_JOBS + "/job-1"),
+    "wait for a job id (a tenant's route)": (lambda m: m.wait("job-1"), "GET", TENANT_JOBS + "/job-1"),
 }
 
 
@@ -285,6 +292,8 @@ class FakeLambda:
                 "scope": "user",
                 "erased": {"dynamodb": {}, "s3": {}, "queue": {}, "vectors": {}},
             },
+            "get_agent_job": job_body(status="completed"),
+            "get_job": job_body(status="completed"),
             "delete_agent_fact": {},
             "delete_agent_record": {},
         }
@@ -335,6 +344,16 @@ INVOKED: dict[str, tuple[Callable[[MemoryClient], Any], str, dict[str, Any]]] = 
         {"action": "put_agent_memory", "memory": "New.", "expected_version": 2},
     ),
     "forget": (lambda m: m.forget("alice"), "fn-ingest", {"action": "delete_agent_memory"}),
+    "job": (
+        lambda m: m.job("job-1", user="alice"),
+        "fn-get",
+        {"action": "get_agent_job", "job_id": "job-1"},
+    ),
+    "wait": (
+        lambda m: m.wait(Job.model_validate(job_body())),
+        "fn-get",
+        {"action": "get_agent_job", "job_id": "job-1"},
+    ),
     "delete_fact": (
         lambda m: m.delete_fact("alice", "pay"),
         "fn-ingest",
@@ -361,6 +380,111 @@ def test_invoked_an_agents_client_sends_the_agent_actions_with_the_agent_id(
     assert fake.calls[0][1]["agent_id"] == "research"
 
 
+def test_invoked_an_agents_client_reads_a_plain_job_id_with_the_tenants_action() -> None:
+    fake = FakeLambda()
+    memory = MemoryClient(
+        tenant="acme", agent="research", strict=True, transport=InvokeTransport(TARGET, client=fake)
+    )
+    assert memory.job("job-1") is not None and memory.wait(["job-1"]) is not None
+    assert fake.calls == [("fn-get", {"action": "get_job", "tenant_id": "acme", "job_id": "job-1"})] * 2
+
+
+# --- jobs: on the agent's route when the user is known -----------------------------------------
+
+
+def job_answer(seen: list[tuple[str, str]], posted: dict[str, Any] | None = None) -> Any:
+    """Records each request; answers a POST with `posted` (or one queued job), a job read with that
+    job, completed."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append((request.method, request.url.path))
+        if request.method == "POST":
+            return httpx2.Response(202, json=posted or {"jobs": [job_body("job-0")]})
+        return httpx2.Response(200, json=job_body(request.url.path.rsplit("/", 1)[1], "completed"))
+
+    return handler
+
+
+def test_add_wait_polls_the_agents_route_of_the_user_it_added_to() -> None:
+    seen: list[tuple[str, str]] = []
+    # A job answered without its user_id is polled for the add's user all the same.
+    posted = {"jobs": [{"job_id": "job-0", "status": "queued"}, job_body("job-1")]}
+    memory = agent_client(job_answer(seen, posted), strict=True)
+    jobs = memory.add("alice", [{"text": "Private."}, {"text": "Shared.", "share": True}], wait=True)
+    assert jobs is not None and [(j.job_id, j.status) for j in jobs] == [
+        ("job-0", "completed"),
+        ("job-1", "completed"),
+    ]
+    assert seen == [("POST", AGENT), ("GET", AGENT + "/jobs/job-0"), ("GET", AGENT + "/jobs/job-1")]
+
+
+def test_wait_polls_each_job_on_its_users_agent_route_and_a_plain_id_on_the_tenants() -> None:
+    seen: list[tuple[str, str]] = []
+    alices = Job.model_validate(job_body("job-1"))
+    bobs = Job.model_validate(job_body("job-2") | {"user_id": "bob"})
+    done = agent_client(job_answer(seen), strict=True).wait(["job-1", alices, bobs, "job-3", "job-2"])
+    assert done is not None and [job.job_id for job in done] == ["job-1", "job-2", "job-3"]
+    assert seen == [  # a job given as an id and as a Job: polled once, on the Job's user's route
+        ("GET", AGENT + "/jobs/job-1"),
+        ("GET", "/v1/tenants/acme/users/bob/agents/research/memory/jobs/job-2"),
+        ("GET", TENANT_JOBS + "/job-3"),
+    ]
+
+
+def test_a_users_client_reads_jobs_on_the_tenants_route_whatever_it_is_given() -> None:
+    seen: list[tuple[str, str]] = []
+    memory = mocked(job_answer(seen), strict=True)
+    assert memory.job("job-1", user="alice") is not None
+    assert memory.wait(Job.model_validate(job_body())) is not None
+    assert memory.add("alice", "I sell candles.", wait=True) is not None
+    assert seen == [
+        ("GET", TENANT_JOBS + "/job-1"),
+        ("GET", TENANT_JOBS + "/job-1"),
+        ("POST", USER),
+        ("GET", TENANT_JOBS + "/job-0"),
+    ]
+
+
+def test_a_jobs_user_that_is_no_id_is_refused_before_any_poll() -> None:
+    seen: list[tuple[str, str]] = []
+    memory = agent_client(job_answer(seen), strict=True)
+    strange = Job.model_validate(job_body("job-2") | {"user_id": ".."})
+    with pytest.raises(InvalidInputError) as refused:
+        memory.wait([Job.model_validate(job_body()), strange])
+    assert [detail["field"] for detail in refused.value.details] == ["user_id"]
+    with pytest.raises(InvalidInputError) as refused:
+        memory.job("job-1", user="a/b")
+    assert [detail["field"] for detail in refused.value.details] == ["user_id"]
+    assert agent_client(job_answer(seen)).job("job-1", user="..") is None
+    assert seen == []
+
+
+def test_the_async_client_polls_jobs_on_the_agents_route() -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def scenario() -> tuple[Any, ...]:
+        memory = mocked_async(job_answer(seen), agent="research", strict=True)
+        try:
+            return (
+                await memory.job("job-1", user="alice"),
+                await memory.wait([Job.model_validate(job_body()), "job-2"]),
+                await memory.add("alice", "Prefers email.", wait=True),
+                await memory.job("job-1"),
+            )
+        finally:
+            await memory.aclose()
+
+    assert all(result is not None for result in asyncio.run(scenario()))
+    assert seen == [
+        ("GET", AGENT + "/jobs/job-1"),
+        ("GET", AGENT + "/jobs/job-1"),
+        ("GET", TENANT_JOBS + "/job-2"),
+        ("POST", AGENT),
+        ("GET", AGENT + "/jobs/job-0"),
+        ("GET", TENANT_JOBS + "/job-1"),
+    ]
+
+
 # --- the background writer and the spool -------------------------------------------------------
 
 
@@ -370,8 +494,10 @@ def test_the_background_writer_sends_an_agents_adds_to_its_route() -> None:
         memory.add("alice", "one", id="a-1")
         memory.add("alice", "two", id="a-2", share=True)
         assert memory.flush(5)
-    assert [r.url.path for r in recorder.requests] == [AGENT]
-    assert recorder.bodies()[0]["items"] == [
+    # Merged into one request when both were queued before a thread took the first: either way,
+    # every request goes to the agent's route, the items in order.
+    assert {r.url.path for r in recorder.requests} == {AGENT}
+    assert [item for body in recorder.bodies() for item in body["items"]] == [
         {"text": "one", "id": "a-1"},
         {"text": "two", "id": "a-2", "share": True},
     ]
@@ -567,6 +693,24 @@ def test_mcp_with_agent_serves_the_agents_scope(routes: FakeRoutes) -> None:
         ("DELETE", AGENT, None),
         ("POST", AGENT + "/query", {"query": "payments", "top_k": 10, "include_memory": False}),
     ]
+
+
+def test_mcp_remember_with_agent_waits_on_the_agents_job_route(
+    routes: FakeRoutes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = fake_clock(monkeypatch)  # `wait_seconds` of polls, taking no time
+    routes.answers["GET", AGENT + "/jobs/job-1"] = json_answer(200, job_body(status="deferred"))
+    with MemoryClient(endpoint=routes.url, tenant="acme", agent="research", strict=True) as memory:
+        result = call(memory, "remember", {"user_id": "alice", "text": "Prefers email.", "wait_seconds": 2})
+    assert not result.is_error and (result.structured_content or {})["final"] is False
+    polls = [path for method, path, _ in routes.seen() if method == "GET"]
+    # Polled until `wait_seconds` ran out, then read once more: all on the agent's route.
+    assert sum(clock.slept) == 2 and polls == [AGENT + "/jobs/job-1"] * (len(clock.slept) + 2)
+    routes.answers["GET", AGENT + "/jobs/job-1"] = json_answer(200, job_body(status="completed"))
+    with MemoryClient(endpoint=routes.url, tenant="acme", agent="research", strict=True) as memory:
+        done = call(memory, "remember", {"user_id": "alice", "text": "Prefers email.", "wait_seconds": 2})
+    assert (done.structured_content or {})["final"] is True
+    assert routes.seen()[-1][:2] == ("GET", AGENT + "/jobs/job-1")
 
 
 def test_mcp_without_agent_has_no_share(routes: FakeRoutes) -> None:

@@ -105,8 +105,8 @@ class AsyncMemoryClient(ClientBase):
     async def export(self, user: str) -> Export | None:
         return await self._run(programs.export(self._scope(user), self.policy.timeout), "export")
 
-    async def job(self, job_id: str) -> Job | None:
-        return await self._run(programs.job(self.tenant, job_id), "job")
+    async def job(self, job_id: str, *, user: str | None = None) -> Job | None:
+        return await self._run(programs.job(self.tenant, job_id, scope=self._job_scope(user)), "job")
 
     async def wait(
         self,
@@ -114,7 +114,7 @@ class AsyncMemoryClient(ClientBase):
         timeout: float = WAIT_TIMEOUT_S,
         interval: float = WAIT_INTERVAL_S,
     ) -> list[Job] | None:
-        program = programs.wait(self.tenant, jobs, timeout, interval)
+        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent)
         return await self._run(program, "wait")
 
     async def usage(self) -> TenantUsage | None:

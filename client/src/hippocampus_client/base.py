@@ -215,6 +215,11 @@ class ClientBase:
         """Whose memory a per-user call reads or writes: the user's, or this client's agent's scope."""
         return Scope(self.tenant, user, self.agent)
 
+    def _job_scope(self, user: str | None) -> Scope | None:
+        """Where `job` reads a job: an agent's client given its `user`, on the agent's route of that
+        user (`get_agent_job`); else (None) on the tenant's route."""
+        return self._scope(user) if user is not None and self.agent is not None else None
+
     def _failed(self, error: BaseException, step: object, what: str) -> None:
         """Strict: raise. Otherwise log the failure (ids, status and code, never content)."""
         if self.strict:

@@ -31,6 +31,9 @@ MEMORY = TENANT + "/users/{user_id}/memory"
 # "Agent scopes").
 AGENT_MEMORY = TENANT + "/users/{user_id}/agents/{agent_id}/memory"
 JOB = TENANT + "/jobs/{job_id}"
+# One job of an agent's items, of its own scope or of the user's shared memory (`getAgentJob`): an
+# agent granted only its own routes reads no tenant route (docs/api.md "Agent scopes").
+AGENT_JOB = AGENT_MEMORY + "/jobs/{job_id}"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 INGEST: Final = "ingest"
 # The action of an agent's route, by its user route's: the operationId in snake_case, with
@@ -163,7 +166,12 @@ def export_memory(scope: Scope, cursor: str | None) -> Call:
     return scope.call("export_memory", "get_memory", "GET", "/export", params=params)
 
 
-def get_job(tenant: str, job_id: str, budget: float | None = None) -> Call:
+def get_job(tenant: str, job_id: str, budget: float | None = None, scope: Scope | None = None) -> Call:
+    """One job: on the tenant's route (`get_job`), or, given an agent's scope, on that agent's route
+    of the user (`get_agent_job`), which serves the jobs of the agent's items, private or shared."""
+    if scope is not None and scope.agent is not None:
+        ids = scope.ids | {"job_id": job_id}
+        return Call("get_agent_job", "get_memory", "GET", AGENT_JOB, ids, budget=budget)
     return Call("get_job", "get_memory", "GET", JOB, {"tenant_id": tenant, "job_id": job_id}, budget=budget)
 
 

@@ -211,7 +211,7 @@ class MemoryTools:
         """The jobs as they are now (`deferred`, with its code, while the tenant's token budget is
         spent); as they were added when they cannot be read: the turn is stored all the same."""
         try:
-            return [_answered(self.client.job(job.job_id)) for job in jobs]
+            return [_answered(self.client.job(job.job_id, user=job.user_id)) for job in jobs]
         except HippocampusError:
             return jobs
 

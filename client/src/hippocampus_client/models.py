@@ -243,6 +243,7 @@ class Export(ApiModel):
     episodes: list[Episode] = Field(default_factory=list)
     next_cursor: str | None = None
     agent_id: str | None = None
+    agents: list[str] = Field(default_factory=list)
     records: list[MemoryRecord] = Field(default_factory=list)
 
 

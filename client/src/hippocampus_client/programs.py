@@ -93,30 +93,49 @@ def history(scope: Scope, limit: int) -> Program[list[MemoryVersion]]:
     return _list_of(MemoryVersion, reply, "versions")
 
 
-def job(tenant: str, job_id: str, budget: float | None = None) -> Program[Job]:
-    reply = yield calls.get_job(tenant, job_id, budget)
+def job(tenant: str, job_id: str, budget: float | None = None, scope: Scope | None = None) -> Program[Job]:
+    """One job: on the agent's route of the user given an agent's `scope`, else on the tenant's."""
+    reply = yield calls.get_job(tenant, job_id, budget, scope)
     return parse(Job, reply)
 
 
-def job_ids_of(jobs: str | Job | Iterable[str | Job]) -> list[str]:
-    """The job ids, each checked before the first poll: one bad id and no job is asked for."""
+def job_scopes(
+    tenant: str, jobs: str | Job | Iterable[str | Job], agent: str | None = None, user: str | None = None
+) -> dict[str, Scope | None]:
+    """Each job id, in order and once, with where it is polled: for an agent, the agent's route of
+    the job's user (`user`, else a `Job`'s `user_id`); the tenant's route (None) for a plain id or
+    without an agent. Every id is checked before the first poll: one bad id and no job is asked for."""
     entries = [jobs] if isinstance(jobs, str | Job) else list(jobs)
-    ids = [entry.job_id if isinstance(entry, Job) else entry for entry in entries]
-    return [check_identifier("job_id", job_id) for job_id in ids]
+    found: dict[str, Scope | None] = {}
+    for entry in entries:
+        job_id = check_identifier("job_id", entry.job_id if isinstance(entry, Job) else entry)
+        owner = user or (entry.user_id if isinstance(entry, Job) else None)
+        scope = None
+        if agent is not None and owner is not None:
+            scope = Scope(tenant, check_identifier("user_id", owner), agent)
+        if found.get(job_id) is None:  # the same job given as an id and as a Job: the Job's user
+            found[job_id] = scope
+    return found
 
 
 def wait(
-    tenant: str, jobs: str | Job | Iterable[str | Job], timeout: float, interval: float
+    tenant: str,
+    jobs: str | Job | Iterable[str | Job],
+    timeout: float,
+    interval: float,
+    agent: str | None = None,
+    user: str | None = None,
 ) -> Program[list[Job]]:
-    """Poll each job until it is final (completed, failed or skipped; docs/api.md "Jobs"). A
-    `deferred` job (its tenant's daily token budget is spent) is not final: it is polled on, and
-    condensed after the budget resets at 00:00 UTC, most likely after `timeout`."""
-    wanted = list(dict.fromkeys(job_ids_of(jobs)))
+    """Poll each job until it is final (completed, failed or skipped; docs/api.md "Jobs"), where
+    `job_scopes` says. A `deferred` job (its tenant's daily token budget is spent) is not final: it
+    is polled on, and condensed after the budget resets at 00:00 UTC, most likely after `timeout`."""
+    wanted = job_scopes(tenant, jobs, agent, user)
     deadline = time.monotonic() + timeout
     final: dict[str, Job] = {}
     while True:
-        for job_id in [j for j in wanted if j not in final]:
-            found = yield from job(tenant, job_id, budget=max(0.1, deadline - time.monotonic()))
+        for job_id, scope in [(j, s) for j, s in wanted.items() if j not in final]:
+            budget = max(0.1, deadline - time.monotonic())
+            found = yield from job(tenant, job_id, budget, scope)
             if found.final:
                 final[job_id] = found
         if len(final) == len(wanted):
@@ -141,10 +160,12 @@ def ingest(call: Call) -> Program[list[Job]]:
 
 def ingest_and_wait(tenant: str, call: Call, wait_for: bool | float) -> Program[list[Job]]:
     """`add(..., wait=...)`: send now, then poll the jobs until they are final, for at most
-    `WAIT_TIMEOUT_S` seconds (`wait=True`) or the seconds given."""
+    `WAIT_TIMEOUT_S` seconds (`wait=True`) or the seconds given; an agent's on its route of the
+    call's user."""
     jobs = yield from ingest(call)
     timeout = WAIT_TIMEOUT_S if wait_for is True else float(wait_for)
-    return (yield from wait(tenant, jobs, timeout, WAIT_INTERVAL_S))
+    scope = Scope.of(call.ids)
+    return (yield from wait(tenant, jobs, timeout, WAIT_INTERVAL_S, scope.agent, scope.user))
 
 
 def query(scope: Scope, request: dict[str, Any]) -> Program[QueryAnswer]:

@@ -129,9 +129,12 @@ class MemoryClient(ClientBase):
         """Everything stored about the user, every page merged, within the read `timeout`; None on error."""
         return self._run(programs.export(self._scope(user), self.policy.timeout), "export")
 
-    def job(self, job_id: str) -> Job | None:
-        """One ingestion job; None on error (an unknown job included)."""
-        return self._run(programs.job(self.tenant, job_id), "job")
+    def job(self, job_id: str, *, user: str | None = None) -> Job | None:
+        """One ingestion job; None on error (an unknown job included). An agent's client given the
+        job's `user` reads it on the agent's route of that user, which serves the jobs of the agent's
+        items, its own or shared; otherwise (and on a client without an agent, which ignores `user`)
+        on the tenant's route, which needs the tenant's grant (client/README.md "Agent scopes")."""
+        return self._run(programs.job(self.tenant, job_id, scope=self._job_scope(user)), "job")
 
     def wait(
         self,
@@ -142,8 +145,9 @@ class MemoryClient(ClientBase):
         """Poll until every job is completed, failed or skipped; the final jobs in the order given.
         A `deferred` job (the tenant's daily token budget is spent) is not final: it is condensed
         after the budget resets at 00:00 UTC. None when some job is not final within `timeout`
-        (strict: `WaitTimeoutError`), or on error."""
-        program = programs.wait(self.tenant, jobs, timeout, interval)
+        (strict: `WaitTimeoutError`), or on error. An agent's client polls a `Job` on the agent's
+        route of the job's `user_id`, a plain job id on the tenant's route (as `job`)."""
+        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent)
         return self._run(program, "wait")
 
     def usage(self) -> TenantUsage | None:
