@@ -610,6 +610,13 @@ def test_cli_agent_from_the_variable_and_add_share(routes: FakeRoutes) -> None:
     ]
 
 
+def test_cli_add_wait_with_agent_polls_the_agents_job_route(routes: FakeRoutes) -> None:
+    routes.answers["GET", AGENT + "/jobs/job-1"] = json_answer(200, job_body(status="completed"))
+    result = run(routes, "--agent", "research", "add", "alice", "Private note.", "--wait")
+    assert result.exit_code == 0, result.output
+    assert [(m, p) for m, p, _ in routes.seen()] == [("POST", AGENT), ("GET", AGENT + "/jobs/job-1")]
+
+
 def test_cli_share_without_agent_and_an_agent_that_is_no_id_are_usage_errors(routes: FakeRoutes) -> None:
     refused = run(routes, "add", "alice", "Prefers email.", "--share")
     assert refused.exit_code == 2 and "--agent" in refused.stderr

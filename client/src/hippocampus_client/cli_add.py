@@ -19,6 +19,7 @@ from .cli_settings import CliState, pass_state
 from .errors import HippocampusError, NotFoundError, WaitTimeoutError
 from .items import Content
 from .models import Job
+from .sync_client import MemoryClient
 
 
 def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any] | None:
@@ -123,7 +124,7 @@ def add(
     client = state.client()
     jobs = required(client.add(user, content, idempotency_key=idempotency_key, share=share, **options))
     if wait_for:
-        raise click.exceptions.Exit(wait_and_report(state, [j.job_id for j in jobs], wait_timeout))
+        raise click.exceptions.Exit(wait_and_report(state, list(jobs), wait_timeout))
     print_jobs(state, jobs)
 
 
@@ -180,17 +181,28 @@ def known_jobs(state: CliState, job_ids: list[str]) -> tuple[list[str], list[str
     return known, unknown
 
 
+def _reread(client: MemoryClient, job: str | Job) -> Job | None:
+    if isinstance(job, str):
+        return client.job(job)
+    return client.job(job.job_id, user=job.user_id)
+
+
 def wait_and_report(
-    state: CliState, job_ids: list[str], timeout: float, interval: float = 0.25, unknown: Sequence[str] = ()
+    state: CliState,
+    waited: Sequence[str | Job],
+    timeout: float,
+    interval: float = 0.25,
+    unknown: Sequence[str] = (),
 ) -> int:
-    """Wait for the jobs and print them, then a line for each unknown job; the exit code: 1 if
-    one failed, is not final (`deferred` included), or is unknown."""
+    """Wait for the jobs (ids, or the jobs `add` got back: with `--agent`, those are polled on the
+    agent's own route) and print them, then a line for each unknown job; the exit code: 1 if one
+    failed, is not final (`deferred` included), or is unknown."""
     client = state.client()
     errors: list[HippocampusError] = [NotFoundError(f"no such job: {job_id}") for job_id in unknown]
     try:
-        jobs = required(client.wait(job_ids, timeout=timeout, interval=interval)) if job_ids else []
+        jobs = required(client.wait(waited, timeout=timeout, interval=interval)) if waited else []
     except WaitTimeoutError as timed_out:
-        jobs = [required(client.job(job_id)) for job_id in job_ids]
+        jobs = [required(_reread(client, job)) for job in waited]
         errors.insert(0, timed_out)
     failed = [found.job_id for found in jobs if found.status == "failed"]
     if failed:
