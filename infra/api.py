@@ -306,8 +306,9 @@ class Api(Construct):
         read-only: IAM's `*` spans `/`, so `GET …/users/*/memory` would also match
         `GET …/users/<user>/agents/<other>/memory`, another agent's private scope. The agent reads
         and searches the shared memory through its own routes (GET memory, query, context), which
-        return both scopes. Jobs (`/v1/tenants/<tenant_id>/jobs/…`), the user list and usage stay
-        tenant-level routes, outside this grant (docs/operations.md "Give a service access").
+        return both scopes, and polls a job of its scopes at its own `…/memory/jobs/<job_id>`. The
+        tenant-level routes (`/v1/tenants/<tenant_id>/jobs/…`, the user list, usage) stay outside this
+        grant (docs/operations.md "Give an agent access").
         """
         arns = self.agent_arns(tenant_id, agent_id)
         return self._grant(

@@ -66,8 +66,25 @@ MAX_BUDGETS_JSON_CHARS: Final = 2048
 # Webhooks (infra/events.py): each is an EventBridge connection, API destination and rule, and EventBridge
 # allows 50 connections per account and region by default.
 MAX_WEBHOOKS: Final = 20
+
 EVENT_DETAIL_TYPES: Final[tuple[DetailType, ...]] = get_args(DetailType)
 DEFAULT_WEBHOOK_HEADER: Final = "X-Api-Key"
+
+# The stack's size (docs/configuration.md "The stack's size"): CloudFormation takes at most 500
+# resources per stack, and budgeted tenants and webhooks are the settings whose resources grow with
+# their number, so the two are checked together against what the rest of the stack leaves. Measured by
+# synthesizing; tests/infra/test_stack_size.py checks each number against the largest accepted stack.
+STACK_MAX_RESOURCES: Final = 500
+RESOURCES_PER_BUDGETED_TENANT: Final = 2  # its two alarms
+RESOURCES_PER_WEBHOOK: Final = 5  # its connection, API destination and rule, and the rule's role and policy
+# The rest at its largest: every setting that adds resources (pii_detector comprehend, snapstart,
+# removal_policy destroy, alarm_email), what the webhooks share (their DLQ, its policy and alarm), and
+# the CDKMetadata resource the CDK CLI adds (version reporting).
+STACK_OTHER_RESOURCES: Final = 217
+# Left free for resources no setting decides: routes to come (up to 3 each), the roles an application
+# grants access to in the same stack, what a CDK upgrade adds.
+SPARE_RESOURCES: Final = 30
+TENANT_AND_WEBHOOK_RESOURCES: Final = STACK_MAX_RESOURCES - SPARE_RESOURCES - STACK_OTHER_RESOURCES
 
 # The only vector sizes Titan Text Embeddings V2 offers (as the bedrock embedding adapter checks at
 # cold start): refused here at synth time instead of failing every deployed cold start.
@@ -315,6 +332,7 @@ class DeploymentConfig(BaseModel):
                 if getattr(self, key) is not None:
                     raise _KeyError(key, "only applies when llm_provider or embedding_provider is openai")
         self._check_embeddings()
+        self._check_stack_size()
         if self.pii == "off" and self.pii_detector != "patterns":
             raise _KeyError("pii_detector", "only applies when pii is mask")
         # One user's worst case (two LLM calls, each retried once by the SDK) must fit the condenser.
@@ -332,6 +350,20 @@ class DeploymentConfig(BaseModel):
                 f"must be at least {QUEUE_RETENTION_DAYS + DLQ_RETENTION_DAYS} (queue plus DLQ retention)",
             )
         return self
+
+    def _check_stack_size(self) -> None:
+        tenants, webhooks = len(self.budgeted_tenants), len(self.webhooks)
+        needed = tenants * RESOURCES_PER_BUDGETED_TENANT + webhooks * RESOURCES_PER_WEBHOOK
+        if needed > TENANT_AND_WEBHOOK_RESOURCES:
+            raise _KeyError(
+                ("tenant_token_budgets", "webhooks"),
+                f"{tenants} tenants named and {webhooks} webhooks need {needed} resources: at most "
+                f"{TENANT_AND_WEBHOOK_RESOURCES} fit (each budgeted tenant costs {RESOURCES_PER_BUDGETED_TENANT} "
+                f"resources, each webhook {RESOURCES_PER_WEBHOOK}, the rest of the stack up to "
+                f"{STACK_OTHER_RESOURCES}, {SPARE_RESOURCES} are kept spare, and a CloudFormation stack holds "
+                f'at most {STACK_MAX_RESOURCES}); name fewer tenants (give the others "{ANY_TENANT}") or list '
+                "fewer webhooks",
+            )
 
     def _check_embeddings(self) -> None:
         provider = self.resolved_embedding_provider
@@ -397,12 +429,14 @@ def _compact_json(value: Mapping[str, int]) -> str:
 
 
 class _KeyError(ValueError):
-    """Raised inside validators to name the offending key."""
+    """Raised inside validators to name the offending key, or the keys of a rule across keys."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
+    def __init__(self, key: str | tuple[str, ...], message: str) -> None:
+        self.keys = (key,) if isinstance(key, str) else key
         self.message = message
+        # Validated directly (not through load_config), the model's error names the keys of a rule
+        # across keys in its message: its location is the whole object.
+        super().__init__(message if isinstance(key, str) else f"{' and '.join(self.keys)}: {message}")
 
 
 def _parse_override(value: Any) -> Any:
@@ -437,7 +471,8 @@ def load_config(context: Mapping[str, Any] | None) -> DeploymentConfig:
         for error in exc.errors():
             cause = (error.get("ctx") or {}).get("error")
             if isinstance(cause, _KeyError):
-                problems.append(f"{prefix}{cause.key}: {cause.message}")
+                keys = " and ".join(prefix + key for key in cause.keys)
+                problems.append(f"{keys}: {cause.message}")
                 continue
             key = ".".join(str(part) for part in error["loc"]) or "(object)"
             message = error["msg"].removeprefix("Value error, ")

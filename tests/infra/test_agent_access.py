@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match
 
 from hippocampus.contracts.access import agent_grants, iam_matches, tenant_grants
-from hippocampus.contracts.routes import ROUTES, Route
+from hippocampus.contracts.routes import AGENT_JOB_PATH, JOB_PATH, ROUTES, Route
 from infra.stack import HippocampusStack
 from tests.infra.helpers import (
     Synth,
@@ -114,7 +114,7 @@ def test_every_agent_route_is_an_api_gateway_method(synth: Synth) -> None:
         if "Ref" in props["ResourceId"]
     ]
     agent_methods = [(method, path) for method, path in found if "{agent_id}" in path and method != "ANY"]
-    assert len(AGENT_ROUTES) == 16
+    assert len(AGENT_ROUTES) == 17
     assert sorted(agent_methods) == sorted((r.method, r.path) for r in AGENT_ROUTES)  # one each
     assert {path for method, path in found if method == "ANY" and "{agent_id}" in path} == {
         r.path for r in AGENT_ROUTES
@@ -186,6 +186,19 @@ OWN_AGENT = [
 @pytest.mark.parametrize(("method", "path"), OWN_AGENT)
 def test_the_agent_may_call_its_routes_of_any_user(synth: Synth, method: str, path: str) -> None:
     assert may_invoke(synth, "PlannerService", method, path)
+
+
+def test_the_agent_polls_a_job_at_its_own_route_not_the_tenants(synth: Synth) -> None:
+    """A principal with only an agent grant reads a job of its scopes (or of the user's shared memory)
+    at `…/agents/<agent>/memory/jobs/<job_id>`; the tenant-level `GET /v1/tenants/<t>/jobs/<job_id>`
+    stays outside the grant."""
+    own, tenant_level = Route("GET", AGENT_JOB_PATH, "get_memory"), Route("GET", JOB_PATH, "get_memory")
+    assert own in AGENT_ROUTES and tenant_level in ROUTES
+    assert may_invoke(synth, "PlannerService", "GET", concrete(own, job_id="job-7"))
+    assert may_invoke(synth, "PlannerService", "GET", concrete(own, user_id="u.2@x:y", job_id="job-7"))
+    assert not may_invoke(synth, "PlannerService", "GET", concrete(tenant_level, job_id="job-7"))
+    assert not may_invoke(synth, "PlannerService", "GET", concrete(own, agent_id="scheduler", job_id="job-7"))
+    assert not may_invoke(synth, "PlannerService", "GET", concrete(own, tenant_id="globex", job_id="job-7"))
 
 
 DENIED = [
