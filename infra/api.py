@@ -147,8 +147,11 @@ class Api(Construct):
             description="Hippocampus: persistent per-user memory for LLM applications (SigV4).",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             cloud_watch_role=config.create_api_gateway_cloudwatch_role,
-            # The CloudWatch role is a region-wide account setting: keep it when this stack goes.
-            cloud_watch_role_removal_policy=cdk.RemovalPolicy.RETAIN,
+            # The CloudWatch role is a region-wide account setting: keep it when this stack goes
+            # (CDK refuses a removal policy for a role it does not create).
+            cloud_watch_role_removal_policy=(
+                cdk.RemovalPolicy.RETAIN if config.create_api_gateway_cloudwatch_role else None
+            ),
             default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
             deploy_options=apigw.StageOptions(
                 stage_name=config.stage,

@@ -1,6 +1,6 @@
 """A deployment that changes every default it can: stage prod, Bedrock through an inference profile,
-x86_64, no tracing, destroy on delete, memory TTL, alarm e-mail, concurrency cap, retention and
-throttling; plus a service role granted one tenant (`HippocampusStack.grant_tenant_access`)."""
+x86_64, no tracing, destroy on delete, memory TTL, alarm e-mail, concurrency cap, retention,
+throttling, and the account's API Gateway logging role left to the account; plus a service role granted one tenant (`HippocampusStack.grant_tenant_access`)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         log_retention_days=90,
         throttling_rate_limit=20,
         throttling_burst_limit=40,
+        create_api_gateway_cloudwatch_role=False,
     )
     return synthesize(tmp_path_factory.mktemp("cdk-nondefault"), context, customize=grant_acme)
 
@@ -55,6 +56,12 @@ def test_synth_passes_cdk_nag_and_cfn_lint(synth: Synth) -> None:
     assert_nag_clean(synth)
     assert_acknowledgments_used_and_explained(synth)
     assert_cfn_lint_clean(synth)
+
+
+def test_the_account_api_gateway_logging_role_is_left_alone_when_asked(synth: Synth) -> None:
+    synth.template.resource_count_is("AWS::ApiGateway::Account", 0)
+    roles = synth.template.find_resources("AWS::IAM::Role")
+    assert not any("CloudWatchRole" in logical_id for logical_id in roles)
 
 
 def test_inference_profile_grant_is_scoped_to_the_profile_and_its_model(synth: Synth) -> None:
