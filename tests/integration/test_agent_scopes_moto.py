@@ -7,7 +7,10 @@ from typing import Any
 
 import boto3
 
+from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_agents import DynamoDbAgentRegistry
 from hippocampus.adapters.dynamodb_stream import stored_change
+from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.domain.events.changes import event_of
 
 TENANT = "/v1/tenants/acme"
@@ -112,3 +115,15 @@ def test_the_change_stream_names_the_agent_of_a_private_change(service, aws):
     assert event is not None
     detail = event.detail.model_dump(mode="json")
     assert (detail["user_id"], detail["agent_id"], detail["version"]) == ("alice", "research", 1)
+
+
+def test_a_delete_unlists_an_agent_only_as_it_read_the_listing(aws):
+    registry = DynamoDbAgentRegistry(Table(aws.table_name, lambda: aws_clients.client("dynamodb")))
+    registry.register("acme", "alice", "research")
+    registry.register("acme", "alice", "writer")
+    read = registry.listed("acme", "alice")
+    registry.register("acme", "alice", "writer")  # a write listed it again after the delete read
+    registry.unregister("acme", "alice", read)
+    assert set(registry.listed("acme", "alice")) == {"writer"}
+    registry.unregister("acme", "alice", registry.listed("acme", "alice"))
+    assert registry.listed("acme", "alice") == {}

@@ -800,19 +800,28 @@ class FakePlaceholderStore:
 
 
 class FakeAgentRegistry:
-    """The agents with a private scope of each user (adapters/dynamodb_agents.py)."""
+    """The agents with a private scope of each user, each listing with its token
+    (adapters/dynamodb_agents.py)."""
 
     def __init__(self) -> None:
-        self.listed: dict[tuple[str, str], set[str]] = {}
+        self.tokens: dict[tuple[str, str], dict[str, str]] = {}
+        self._issued = itertools.count()
 
     def register(self, tenant_id: str, user_id: str, agent_id: str) -> None:
-        self.listed.setdefault((tenant_id, user_id), set()).add(agent_id)
+        self.tokens.setdefault((tenant_id, user_id), {})[agent_id] = f"t{next(self._issued)}"
 
-    def agents(self, tenant_id: str, user_id: str) -> list[str]:
-        return sorted(self.listed.get((tenant_id, user_id), set()))
+    def listed(self, tenant_id: str, user_id: str) -> dict[str, str]:
+        return dict(self.tokens.get((tenant_id, user_id), {}))
 
-    def unregister(self, tenant_id: str, user_id: str, agent_ids: Sequence[str]) -> None:
-        self.listed.get((tenant_id, user_id), set()).difference_update(agent_ids)
+    def unregister(self, tenant_id: str, user_id: str, listed: Mapping[str, str]) -> None:
+        held = self.tokens.get((tenant_id, user_id), {})
+        for agent_id, token in listed.items():
+            if held.get(agent_id) == token:
+                del held[agent_id]
+
+    @property
+    def listed_agents(self) -> dict[tuple[str, str], set[str]]:
+        return {user: set(agents) for user, agents in self.tokens.items()}
 
 
 class FakeArchive:

@@ -3,6 +3,7 @@ and searches see the shared memory and its own, never another agent's, and forge
 forgets every agent's scope."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -149,7 +150,7 @@ def test_forgetting_the_user_forgets_every_agents_scope(ports):
     assert erased["dynamodb"]["agent_scopes"] == 2
     assert erased["dynamodb"]["facts"] == 2  # the user's and the research agent's
     assert erased["queue"]["messages_skipped"] == 1  # the writer's turn, still queued
-    assert ports.agents.agents("acme", "alice") == []
+    assert ports.agents.listed("acme", "alice") == {}
 
 
 def test_an_agents_summary_is_replaced_by_hand_and_its_lists_are_its_own(ports):
@@ -206,3 +207,63 @@ def test_an_agents_records_name_the_agent(ports):
     [own] = send(ports, "GET", RESEARCH + "/records")["items"]
     [shared] = send(ports, "GET", SHARED + "/records")["items"]
     assert (own["agent_id"], shared["agent_id"]) == ("research", None)
+
+
+def racing_agent_write(ports: Ports, path: str) -> Callable[[str, str, int], Any]:
+    """The archive's erase, with an agent's write landing once right after an agent's scope was
+    erased (its tombstone written, its listing not yet removed)."""
+    erase = ports.archive.erase_user
+    fired: list[bool] = []
+
+    def erase_then_write(tenant_id: str, user_id: str, generation: int) -> Any:
+        erased = erase(tenant_id, user_id, generation)
+        if "#A#" in user_id and not fired:
+            fired.append(True)
+            send(ports, "POST", path, fact("p2", "Written while the delete ran."))
+        return erased
+
+    return erase_then_write
+
+
+@pytest.mark.parametrize("deleted", [SHARED, RESEARCH], ids=["the user", "the agent"])
+def test_a_write_that_lands_while_a_delete_runs_is_forgotten_by_the_next_delete(ports, monkeypatch, deleted):
+    send(ports, "POST", RESEARCH, fact("p1", "Written before."))
+    monkeypatch.setattr(ports.archive, "erase_user", racing_agent_write(ports, RESEARCH))
+    send(ports, "DELETE", deleted)
+    # The write came after the delete's tombstone: it is the new life's, and the agent stays listed.
+    assert [f["id"] for f in send(ports, "GET", RESEARCH)["scopes"]["agent"]["facts"]] == ["p2"]
+    assert send(ports, "GET", SHARED + "/export")["agents"] == ["research"]
+    monkeypatch.undo()
+    send(ports, "DELETE", SHARED)
+    assert send(ports, "GET", RESEARCH)["scopes"]["agent"]["facts"] == []
+
+
+def test_a_request_refused_for_the_agents_fact_limit_writes_nothing_of_its_shared_part(ports, monkeypatch):
+    monkeypatch.setattr("hippocampus.domain.ingest.fact_rules.MAX_FACTS_PER_USER", 2)
+    send(ports, "POST", RESEARCH, {"items": [fact("p1", "One.")["items"][0], fact("p2", "Two.")["items"][0]]})
+    mixed = {
+        "items": [
+            {"id": "s1", "text": "Shared fact.", "infer": False, "share": True},
+            {"text": "A shared turn.", "share": True},
+            {"id": "p3", "text": "One too many.", "infer": False},
+        ]
+    }
+    status, _, body = ports.call("POST", RESEARCH, mixed)
+    assert (status, body["error"]["code"]) == (422, "limit_exceeded")
+    assert send(ports, "GET", SHARED)["facts"] == [] and ports.queue.messages == []
+
+
+def test_an_item_shared_by_an_agent_is_the_item_sent_to_the_users_route(ports):
+    turn_item = {"id": "t1", "text": "I moved to Leeds."}
+    direct = send(ports, "POST", SHARED, {"items": [turn_item]})["jobs"][0]
+    shared = send(ports, "POST", RESEARCH, {"items": [turn_item | {"share": True}]})["jobs"][0]
+    assert shared["job_id"] == direct["job_id"]  # a duplicate, as the same item sent twice
+    exported = send(ports, "GET", SHARED + "/export")["items"]
+    assert exported == [turn_item | {"infer": True}] or all("share" not in item for item in exported)
+
+
+def test_an_agent_that_only_shared_has_no_private_scope(ports):
+    send(ports, "POST", RESEARCH, fact("s1", "Lives in Leeds.", share=True))
+    assert send(ports, "GET", SHARED + "/export")["agents"] == []
+    receipt_id = send(ports, "DELETE", SHARED)["Deletion-Receipt"]
+    assert send(ports, "GET", f"{SHARED}/deletions/{receipt_id}")["erased"]["dynamodb"]["agent_scopes"] == 0

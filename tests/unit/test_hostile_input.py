@@ -127,7 +127,7 @@ def state(ports: Ports) -> Any:
         history,
         list(ports.queue.messages),
         {user: set(records) for user, records in ports.idempotency.items() if records},
-        {user: set(agents) for user, agents in ports.agents.listed.items() if agents},
+        {user: set(agents) for user, agents in ports.agents.listed_agents.items() if agents},
     )
 
 

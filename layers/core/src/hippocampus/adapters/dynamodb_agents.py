@@ -6,11 +6,15 @@ list is how a delete of the user reaches them. A partition of its own, so no swe
 partitions erases it before the delete has read it.
 """
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping
 from typing import Final
 
+from botocore.exceptions import ClientError
+
 from hippocampus.adapters.dynamodb_items import decoded_all
-from hippocampus.adapters.dynamodb_table import Table, key, user_pk, values
+from hippocampus.adapters.dynamodb_table import Table, is_condition_failure, key, user_pk, values
+from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 
 AGENT_PREFIX: Final = "AGENT#"
@@ -25,15 +29,32 @@ class DynamoDbAgentRegistry:
         self._table = table
 
     def register(self, tenant_id: str, user_id: str, agent_id: str) -> None:
-        item = {"pk": agents_pk(tenant_id, user_id), SK: AGENT_PREFIX + agent_id, "agent_id": agent_id}
+        item = {
+            PK: agents_pk(tenant_id, user_id),
+            SK: AGENT_PREFIX + agent_id,
+            "agent_id": agent_id,
+            "token": uuid.uuid4().hex,  # renewed by every write: see `unregister`
+        }
         self._table.client().put_item(TableName=self._table.name, Item=values(item))
 
-    def agents(self, tenant_id: str, user_id: str) -> list[str]:
+    def listed(self, tenant_id: str, user_id: str) -> dict[str, str]:
         items = decoded_all(
             self._table.query_partition(agents_pk(tenant_id, user_id), sk_prefix=AGENT_PREFIX)
         )
-        return [str(item["agent_id"]) for item in items]
+        return {str(item["agent_id"]): str(item["token"]) for item in items}
 
-    def unregister(self, tenant_id: str, user_id: str, agent_ids: Sequence[str]) -> None:
-        pk = agents_pk(tenant_id, user_id)
-        self._table.batch_delete([key(pk, AGENT_PREFIX + agent_id) for agent_id in agent_ids])
+    def unregister(self, tenant_id: str, user_id: str, listed: Mapping[str, str]) -> None:
+        # One conditional delete each (a batch takes no condition): a listing renewed since it was
+        # read belongs to a write that came after, whose scope the next delete must find.
+        for agent_id, token in listed.items():
+            try:
+                self._table.client().delete_item(
+                    TableName=self._table.name,
+                    Key=key(agents_pk(tenant_id, user_id), AGENT_PREFIX + agent_id),
+                    ConditionExpression="#token = :token",
+                    ExpressionAttributeNames={"#token": "token"},
+                    ExpressionAttributeValues=values({":token": token}),
+                )
+            except ClientError as error:
+                if not is_condition_failure(error):
+                    raise

@@ -126,7 +126,9 @@ class DynamoDeferralStore:
 
     def user_entries(self, tenant_id: str, user_id: str) -> list[DeferredEntry]:
         items = self._table.query_partition(ledger_pk(tenant_id), sk_prefix=f"{user_id}#")
-        return _in_order(map(decoded, items))
+        # The prefix `alice#` also holds the entries of alice's agents' scopes (`alice#A#…`): this
+        # scope's alone.
+        return [entry for entry in _in_order(map(decoded, items)) if entry.message.user_id == user_id]
 
     def tenants(self) -> list[str]:
         items = decoded_all(self._table.query_partition(REGISTRY_PK))

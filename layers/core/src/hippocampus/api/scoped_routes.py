@@ -40,8 +40,10 @@ def scoped_route(
     operation_id: str,
     tags: list[str],
     responses: dict[int, OpenAPIResponse],
+    agent_responses: dict[int, OpenAPIResponse] | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Register the handler on the user's `path` and, in an agent's scope, on its twin."""
+    """Register the handler on the user's `path` and, in an agent's scope, on its twin (with
+    `agent_responses` when they say something else, else the user route's)."""
 
     def register(handler: Handler) -> Handler:
         router.route(
@@ -58,7 +60,7 @@ def scoped_route(
             summary=agent_summary,
             operation_id=agent_operation_id(operation_id),
             tags=AGENT_TAGS,
-            responses=responses,
+            responses=agent_responses or responses,
         )(in_agent_scope(handler))
         return handler
 

@@ -116,6 +116,7 @@ def put_memory(
     operation_id="deleteMemory",
     tags=["memory"],
     responses=documented.DELETE_MEMORY,
+    agent_responses=documented.DELETE_AGENT_MEMORY,
 )
 def delete_memory(tenant_id: TenantId, user_id: UserId, edits: Edits) -> Response[None]:
     receipt = edits.delete_memory(tenant_id, user_id)

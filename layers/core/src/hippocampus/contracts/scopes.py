@@ -8,7 +8,7 @@ the events show is split again into `user_id` and `agent_id`; the queue orders a
 its user's message group (adapters/sqs.py), so one user's items stay in one order.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Final, Protocol
 
 AGENT_SEPARATOR: Final = "#A#"
@@ -31,10 +31,16 @@ def user_of(scope_key: str) -> str:
 
 
 class AgentRegistry(Protocol):
-    """The agents with a private scope of each user: what the user's delete forgets with it."""
+    """The agents with a private scope of each user: what the user's delete forgets with it. Each
+    listing holds a token that every `register` renews, so a delete unlists an agent only if no
+    write listed it again since the delete read the list (docs/architecture.md "Agent scopes")."""
 
     def register(self, tenant_id: str, user_id: str, agent_id: str) -> None: ...
 
-    def agents(self, tenant_id: str, user_id: str) -> list[str]: ...
+    def listed(self, tenant_id: str, user_id: str) -> dict[str, str]:
+        """Each listed agent, with its listing's token."""
+        ...
 
-    def unregister(self, tenant_id: str, user_id: str, agent_ids: Sequence[str]) -> None: ...
+    def unregister(self, tenant_id: str, user_id: str, listed: Mapping[str, str]) -> None:
+        """Unlist each agent whose listing still holds the token given (the others stay)."""
+        ...

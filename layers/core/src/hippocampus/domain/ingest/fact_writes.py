@@ -14,6 +14,7 @@ changed since the read leaves that fact to its later writer (this request is ord
 gives back what it had counted for it, so the counts never fall below the facts.
 """
 
+import contextlib
 import random
 import time
 import uuid
@@ -238,6 +239,21 @@ class FactWriter:
         if skipped:
             record_metric(MetricName.DUPLICATES_SKIPPED, skipped)
         return FactsWritten(ledger.generation, {p.index: p.entry.job for p in done}, stored)
+
+    def check_limits(
+        self, tenant_id: str, user_id: str, facts: Sequence[tuple[int, IngestItem]], upsert: bool
+    ) -> None:
+        """LimitExceeded if writing `facts` now would break a fact limit; nothing is written. For a
+        request written in two parts (docs/api.md "Agent scopes"): the second part's limits are
+        checked before the first is written. `write` checks them again as it commits."""
+        if not facts:
+            return
+        request = _Request(tenant_id, user_id, facts, upsert)
+        with self._tracing.span("dynamodb.read_facts", tenant_id=tenant_id):
+            ledger = self._store.read_facts(tenant_id, user_id, None)
+        # _Unsettled: another request is writing; `write` decides once it is done.
+        with contextlib.suppress(_Unsettled):
+            first_commit(request, ledger, plan_facts(request, ledger, self._clock()), read_all=True)
 
     def _commit_later(
         self, request: _Request, generation: int, chunk: list[_Planned], backoff: Backoff

@@ -68,6 +68,10 @@ class _Turns:
 Queued = list[tuple[_Turn, Job]]  # the turns whose jobs were created, to be sent
 
 
+def _facts_of(items: Sequence[IngestItem], indexes: Sequence[int]) -> list[tuple[int, IngestItem]]:
+    return [(index, items[index]) for index in indexes if not items[index].infer]
+
+
 def refuse_share(items: Sequence[IngestItem]) -> None:
     """`share` is for an agent's route: a user's route writes the shared memory already."""
     shared = [index for index, item in enumerate(items) if item.share]
@@ -122,21 +126,27 @@ class IngestService:
             refuse_share(items)
             return self._ingest_scope(tenant_id, user_id, items, request_id, request.upsert)
         assert self._agents is not None, "an agent's route needs the agent registry"
-        # Listed before the scope is written, so a delete of the user that starts from now on finds
-        # it; and again after, should that delete have ended (and unlisted it) in between.
-        self._agents.register(tenant_id, user, agent_id)
-        parts = [
-            (user, [i for i, item in enumerate(items) if item.share]),
-            (user_id, [i for i, item in enumerate(items) if not item.share]),
-        ]
+        shared = [i for i, item in enumerate(items) if item.share]
+        private = [i for i, item in enumerate(items) if not item.share]
+        if shared and private:
+            # Two commits: the private part's fact limits are checked before the shared part is
+            # written, so a request refused for a fact limit writes nothing.
+            self._facts.check_limits(tenant_id, user_id, _facts_of(items, private), request.upsert)
         jobs: dict[int, Job] = {}
-        for scope_key, indexes in parts:
-            if indexes:
-                part = self._ingest_scope(
-                    tenant_id, scope_key, [items[i] for i in indexes], request_id, request.upsert
-                )
-                jobs |= dict(zip(indexes, part.jobs, strict=True))
-        self._agents.register(tenant_id, user, agent_id)
+        if shared:  # as if sent to the user's route (the flag said where it goes: it is not stored)
+            routed = [items[i].model_copy(update={"share": False}) for i in shared]
+            part = self._ingest_scope(tenant_id, user, routed, request_id, request.upsert)
+            jobs |= dict(zip(shared, part.jobs, strict=True))
+        if private:
+            # Listed before the scope is written, so a delete of the user that starts from now on
+            # finds it; and again after, should a delete that read the listing meanwhile unlist it
+            # (its token renewed, a delete that read it before leaves it: contracts/scopes.py).
+            self._agents.register(tenant_id, user, agent_id)
+            part = self._ingest_scope(
+                tenant_id, user_id, [items[i] for i in private], request_id, request.upsert
+            )
+            jobs |= dict(zip(private, part.jobs, strict=True))
+            self._agents.register(tenant_id, user, agent_id)
         return JobsResponse(jobs=[jobs[i] for i in range(len(items))])
 
     def _ingest_scope(

@@ -139,22 +139,31 @@ class EditService:
         erases the rest, and its receipt counts what it erased."""
         requested_at = self._clock()
         user, agent_id = split_scope(user_id)
+        # One agent's delete reads its listing before its tombstone; a user's, every listing after
+        # the user's tombstone, when every agent's write that began before it has listed its agent.
+        # A listing renewed meanwhile (a write that came after) stays: domain/ingest/service.py.
+        listed = self._listed(tenant_id, user, agent_id)
         generation, counts = self._erase_scope(tenant_id, user_id)
         if agent_id is None and self._agents is not None:
-            # Listed after the user's tombstone: an agent's write that began before it is listed
-            # by now, and one that begins after it lists its agent again (domain/ingest/service.py).
-            agents = self._agents.agents(tenant_id, user)
-            for agent in agents:
+            listed = self._agents.listed(tenant_id, user)
+            for agent in listed:
                 counts = counts.plus(self._erase_scope(tenant_id, agent_scope(user, agent))[1])
-            counts.dynamodb.agent_scopes = len(agents)
-            self._agents.unregister(tenant_id, user, agents)
-        elif agent_id is not None and self._agents is not None:
-            self._agents.unregister(tenant_id, user, [agent_id])
+            counts.dynamodb.agent_scopes = len(listed)
+        if self._agents is not None and listed:
+            self._agents.unregister(tenant_id, user, listed)
         record_metric(MetricName.DELETES)
         scope: DeletionScope = "user" if agent_id is None else "agent"
         deletion = Deletion(tenant_id, user_id, scope, None, generation, requested_at)
         with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
             return issue_receipt(self._receipts, deletion, counts, self._clock())
+
+    def _listed(self, tenant_id: str, user: str, agent_id: str | None) -> dict[str, str]:
+        """An agent's listing (with its token), for the delete of that agent's scope."""
+        if agent_id is None or self._agents is None:
+            return {}
+        return {
+            agent: token for agent, token in self._agents.listed(tenant_id, user).items() if agent == agent_id
+        }
 
     def _erase_scope(self, tenant_id: str, user_id: str) -> tuple[int, ErasedCounts]:
         """The tombstone first (every queued item of the old generation is then skipped), then the

@@ -119,7 +119,7 @@ class ExportService:
         if self._agents is None or split_scope(user_id)[1] is not None:
             return []
         with self._tracing.span("dynamodb.list_agents", tenant_id=tenant_id):
-            return sorted(self._agents.agents(tenant_id, user_id))
+            return sorted(self._agents.listed(tenant_id, user_id))
 
     def _entries(
         self, tenant_id: str, user_id: str, generation: int, after: tuple[int, str]
