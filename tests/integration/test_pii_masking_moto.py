@@ -119,3 +119,27 @@ def test_a_payload_erased_by_a_delete_while_it_is_rewritten_stays_erased(aws):
     )
     assert S3Archive(aws.bucket_name, lambda: client).forget_raw_item(key, 0) == "absent"
     assert "Contents" not in s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="raw/")
+
+
+def test_an_agents_scope_gives_a_value_the_users_placeholder(service, aws):
+    agent = "/v1/tenants/acme/users/alice/agents/research/memory"
+    service.call("POST", USER, {"items": [{"id": "t1", "text": f"My email is {EMAIL}."}]})
+    service.drain()
+    service.call(
+        "POST", agent, {"items": [{"id": "r1", "text": f"Send the papers to {EMAIL} and bob@example.org."}]}
+    )
+    service.call("POST", agent, {"items": [{"id": "f1", "text": f"Reviewer: {EMAIL}", "infer": False}]})
+    service.drain()
+
+    assert not any(original in everything_stored(aws) for original in ORIGINALS)
+    read = service.call("GET", agent).body
+    assert read["scopes"]["agent"]["facts"][0]["text"] == "Reviewer: [EMAIL_1]"  # the user's number
+    episodes = service.call("GET", f"{agent}/episodes").body["episodes"]
+    assert "[EMAIL_1]" in episodes[0]["text"] and "[EMAIL_2]" in episodes[0]["text"]
+    found = service.call("POST", f"{agent}/query", {"query": f"papers for {EMAIL}", "top_k": 5}).body
+    assert {result["scope"] for result in found["results"] if "[EMAIL_1]" in result["text"]} == {
+        "shared",
+        "agent",
+    }
+    # Numbered once, in the user's partition: the user's key and two values.
+    assert placeholder_items(aws) == 3
