@@ -41,6 +41,7 @@ from hippocampus_client import (
     Job,
     Memory,
     MemoryClient,
+    cli_ui,
 )
 from hippocampus_client.cli import cli
 from hippocampus_client.mcp_server import _options, build_server
@@ -485,6 +486,34 @@ def test_the_async_client_polls_jobs_on_the_agents_route() -> None:
     ]
 
 
+def test_wait_given_the_user_polls_plain_job_ids_on_the_agents_route() -> None:
+    seen: list[tuple[str, str]] = []
+    memory = agent_client(job_answer(seen), strict=True)
+    assert memory.wait(["job-1", "job-2"], user="alice") is not None
+    # `user` wins over a Job's own (the agent's route of the user given), and a user's client ignores it.
+    assert memory.wait(Job.model_validate(job_body("job-3") | {"user_id": "bob"}), user="alice") is not None
+    assert mocked(job_answer(seen), strict=True).wait("job-4", user="alice") is not None
+
+    async def scenario() -> Any:
+        client = mocked_async(job_answer(seen), agent="research", strict=True)
+        try:
+            return await client.wait("job-5", user="alice")
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) is not None
+    assert seen == [
+        ("GET", AGENT + "/jobs/job-1"),
+        ("GET", AGENT + "/jobs/job-2"),
+        ("GET", AGENT + "/jobs/job-3"),
+        ("GET", TENANT_JOBS + "/job-4"),
+        ("GET", AGENT + "/jobs/job-5"),
+    ]
+    with pytest.raises(InvalidInputError) as refused:
+        memory.wait("job-1", user="..")
+    assert [detail["field"] for detail in refused.value.details] == ["user_id"]
+
+
 # --- the background writer and the spool -------------------------------------------------------
 
 
@@ -533,13 +562,95 @@ def test_what_an_agents_client_left_unsent_is_spooled_with_its_agent_and_sent_to
             + "\n"
         )
     recorder = Recorder(jobs_answer())
-    with mocked(recorder, spool_path=spool) as again:  # a client without an agent claims the spool
-        assert again.flush(5)
-    sent = sorted(zip([r.url.path for r in recorder.requests], recorder.bodies(), strict=True))
-    assert [(path, [item["id"] for item in body["items"]]) for path, body in sent] == [
-        (AGENT, ["a-1"]),
-        (USER, ["u-1"]),
+    with mocked(recorder, spool_path=spool) as user:  # a client without an agent: the user's line only
+        assert user.flush(5)
+    with agent_client(recorder, spool_path=spool) as research:  # the agent's client: the agent's line
+        assert research.flush(5)
+    sent = [(r.url.path, [item["id"] for item in body["items"]]) for r, body in zip(
+        recorder.requests, recorder.bodies(), strict=True
+    )]  # fmt: skip
+    assert sent == [(USER, ["u-1"]), (AGENT, ["a-1"])]
+    assert not spool.exists() or spool.read_text() == ""
+
+
+def spooled(tenant: str, agent: str | None, item_id: str) -> dict[str, Any]:
+    """A spool line (spool.py) of alice: a user's, or with `agent` an agent's scope's."""
+    line = {"tenant_id": tenant, "user_id": "alice", "items": [{"text": "t", "id": item_id}], "upsert": True}
+    return line | ({"agent_id": agent} if agent is not None else {})
+
+
+def spooled_ids(spool: Path) -> list[str]:
+    lines = [json.loads(text) for text in spool.read_text().splitlines()] if spool.exists() else []
+    return sorted(item["id"] for line in lines for item in line["items"])
+
+
+def test_a_client_claims_only_the_spooled_lines_of_its_own_scope(tmp_path: Path) -> None:
+    spool = tmp_path / "unsent.jsonl"
+    lines = [
+        spooled("acme", None, "u-1"),
+        spooled("acme", "research", "r-1"),
+        spooled("acme", "support", "s-1"),
+        spooled("acme", "research", "r-2"),
+        spooled("globex", "research", "g-1"),
     ]
+    spool.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    seen: list[tuple[str, list[str]]] = []
+
+    def granted_only(path: str) -> Callable[[httpx2.Request], httpx2.Response]:
+        """A caller granted one scope's routes: any other is refused, as the service does (403)."""
+
+        def handler(request: httpx2.Request) -> httpx2.Response:
+            if request.url.path != path:
+                return httpx2.Response(403, json=envelope("access_denied", 403))
+            seen.append((path, [item["id"] for item in json.loads(request.content)["items"]]))
+            return jobs_answer()
+
+        return handler
+
+    # An agent's client sends its agent's lines, and leaves the user's and the other agent's.
+    with agent_client(granted_only(AGENT), spool_path=spool) as research:
+        assert research.flush(5)
+        assert research.writer_stats().failed == 0
+    assert sorted(i for _, ids in seen for i in ids) == ["r-1", "r-2"]
+    assert spooled_ids(spool) == ["g-1", "s-1", "u-1"]
+    # A user's client sends the user's lines only: no other agent's scope leaks into the shared memory.
+    seen.clear()
+    with mocked(granted_only(USER), spool_path=spool) as user:
+        assert user.flush(5) and user.writer_stats().failed == 0
+    assert seen == [(USER, ["u-1"])] and spooled_ids(spool) == ["g-1", "s-1"]
+    support = "/v1/tenants/acme/users/alice/agents/support/memory"
+    seen.clear()
+    with mocked(granted_only(support), agent="support", spool_path=spool) as other:
+        assert other.flush(5) and other.writer_stats().failed == 0
+    assert seen == [(support, ["s-1"])] and spooled_ids(spool) == ["g-1"]
+
+
+def test_unsent_still_unpacks_as_user_and_item_ids_and_names_its_agent(tmp_path: Path) -> None:
+    unpacked: list[tuple[str, list[str | None], str | None]] = []
+
+    def on_unsent(unsent: list[Unsent]) -> None:
+        for user, ids in unsent:  # a callback written before agent scopes
+            unpacked.append((user, ids, None))
+        unpacked.extend((entry.user_id, entry.item_ids, entry.agent_id) for entry in unsent)
+
+    dead = f"http://127.0.0.1:{closed_port()}"
+    memory = MemoryClient(endpoint=dead, tenant="acme", agent="research", on_unsent=on_unsent)
+    memory.add("alice", "private", id="a-1")
+    assert memory.close(5) is False
+    assert unpacked == [("alice", ["a-1"], None), ("alice", ["a-1"], "research")]
+    entry = Unsent("alice", ["a-1"], "research")
+    user, ids = entry
+    assert (user, ids, len(entry), entry[0], tuple(entry)) == (
+        "alice",
+        ["a-1"],
+        2,
+        "alice",
+        ("alice", ["a-1"]),
+    )
+    assert entry == ("alice", ["a-1"]) and Unsent("alice", ["a-1"]).agent_id is None
+    assert entry != Unsent("alice", ["a-1"]) and entry != Unsent("alice", ["a-1"], "support")
+    assert entry._replace(user_id="bob").agent_id == "research"
+    assert "agent_id='research'" in repr(entry)
 
 
 # --- the CLI ---------------------------------------------------------------------------------------
@@ -627,6 +738,83 @@ def test_cli_share_without_agent_and_an_agent_that_is_no_id_are_usage_errors(rou
     assert routes.requests == []
 
 
+def test_cli_job_and_wait_with_agent_and_user_poll_the_agents_job_route(routes: FakeRoutes) -> None:
+    routes.answers["GET", AGENT + "/jobs/job-1"] = json_answer(200, job_body(status="completed"))
+    read = run(routes, "--agent", "research", "job", "job-1", "--user", "alice")
+    assert read.exit_code == 0, read.output
+    waited = run(routes, "--agent", "research", "wait", "job-1", "--user", "alice", "--timeout", "5")
+    assert waited.exit_code == 0, waited.output
+    assert [(m, p) for m, p, _ in routes.seen()] == [("GET", AGENT + "/jobs/job-1")] * 3
+    # Without --user, a plain job id is the tenant's route's, as the README says (404 from this fake).
+    assert run(routes, "--agent", "research", "job", "job-1").exit_code == 1
+    assert routes.seen()[-1][:2] == ("GET", TENANT_JOBS + "/job-1")
+    assert run(routes, "--agent", "research", "job", "job-1", "--user", "..").exit_code == 2
+
+
+def test_cli_backfill_state_names_its_agent_and_refuses_another_scope(
+    routes: FakeRoutes, tmp_path: Path
+) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_text(json.dumps({"user_id": "alice", "text": "hello"}) + "\n")
+
+    def backfill(*options: str) -> Result:
+        return run(routes, "--json", "backfill", str(path), "--no-progress", *options)
+
+    first = backfill("--agent", "research")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["done"] == 1
+    state = json.loads(path.with_name("lines.jsonl.progress").read_text())
+    assert (state["tenant"], state["agent"]) == ("acme", "research")
+    as_user = backfill()
+    assert as_user.exit_code == 1 and (
+        "is the state of agent 'research', not the users' own memory (no --agent)" in as_user.stderr
+    )
+    other = backfill("--agent", "support")
+    assert other.exit_code == 1 and "is the state of agent 'research', not agent 'support'" in other.stderr
+    assert json.loads(backfill("--agent", "research").stdout)["skipped"] == 1
+    assert [(m, p) for m, p, _ in routes.seen()] == [("POST", AGENT)]
+    # The users' own run sends the line to their route; a state from before agent scopes (no
+    # "agent") is the users' own, and refused to an agent's run.
+    assert json.loads(backfill("--restart").stdout)["done"] == 1
+    assert routes.seen()[-1][:2] == ("POST", USER)
+    state = json.loads(path.with_name("lines.jsonl.progress").read_text())
+    assert state.pop("agent") is None
+    path.with_name("lines.jsonl.progress").write_text(json.dumps(state))
+    assert json.loads(backfill().stdout)["skipped"] == 1
+    refused = backfill("--agent", "research")
+    assert refused.exit_code == 1 and "users' own memory (no --agent), not agent 'research'" in refused.stderr
+
+
+class StartedUi(Exception):
+    """The memory browser was started: the command was not refused."""
+
+
+class FakeUiServer:
+    def __init__(self, endpoint: str, port: int, region: str | None) -> None:
+        self.endpoint = endpoint
+
+    def page_url(self, tenant: str, user: str | None) -> str:
+        return f"http://127.0.0.1:1/ui/?tenant={tenant}"
+
+    def start(self) -> None:
+        raise StartedUi
+
+
+def test_cli_ui_refuses_agent_given_on_the_command_line_and_ignores_the_variable(
+    routes: FakeRoutes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli_ui, "UiServer", FakeUiServer)
+    from_variable = run(routes, "ui", "--no-open", env={"HIPPOCAMPUS_AGENT": "research"})
+    assert isinstance(from_variable.exception, StartedUi), from_variable.output
+    assert "HIPPOCAMPUS_AGENT=research ignored" in from_variable.stderr
+    assert from_variable.stdout.startswith("Memory browser on ")
+    for options in (["--agent", "research", "ui"], ["ui", "--agent", "research"]):
+        refused = run(routes, *options, "--no-open", env={"HIPPOCAMPUS_AGENT": "research"})
+        assert refused.exit_code == 2 and "drop --agent" in refused.stderr
+    plain = run(routes, "ui", "--no-open")
+    assert isinstance(plain.exception, StartedUi) and "ignored" not in plain.stderr
+
+
 def test_cli_records_and_forget_with_agent(routes: FakeRoutes) -> None:
     assert run(routes, "--agent", "research", "records", "alice").exit_code == 0
     forgot = run(routes, "--agent", "research", "--json", "forget", "alice", "--yes")
@@ -662,13 +850,68 @@ def call(client: MemoryClient, tool: str, arguments: dict[str, Any]) -> CallTool
     return anyio.run(scenario)
 
 
-def remember_parameters(client: MemoryClient) -> set[str]:
+def tools_of(client: MemoryClient) -> dict[str, Any]:
     async def scenario() -> Any:
         async with Client(build_server(client)) as session:
             return await session.list_tools()
 
-    tools = {tool.name: tool for tool in anyio.run(scenario).tools}
-    return set(tools["remember"].input_schema["properties"])
+    return {tool.name: tool for tool in anyio.run(scenario).tools}
+
+
+def remember_parameters(client: MemoryClient) -> set[str]:
+    return set(tools_of(client)["remember"].input_schema["properties"])
+
+
+def output_fields(schema: dict[str, Any], *path: str) -> dict[str, Any]:
+    """The properties of an output schema, or of the model of its list `path[0]`."""
+    if not path:
+        return dict(schema["properties"])
+    reference = schema["properties"][path[0]]["items"]["$ref"].rsplit("/", 1)[1]
+    return dict(schema["$defs"][reference]["properties"])
+
+
+def test_mcp_agent_fields_are_in_an_agents_servers_output_schemas_only() -> None:
+    with MemoryClient(endpoint="http://127.0.0.1:9", tenant="acme", strict=True) as memory:
+        users = tools_of(memory)
+    with MemoryClient(endpoint="http://127.0.0.1:9", tenant="acme", agent="research", strict=True) as memory:
+        agents = tools_of(memory)
+    for name, tool in users.items():
+        schema = json.dumps(tool.output_schema)
+        assert not {'"scope"', '"agent_id"', '"shared"', '"shared_memory_version"'} & {
+            word for word in schema.replace(":", " ").split() if word.startswith('"')
+        }, name
+        assert "share" not in tool.input_schema["properties"] and "agent" not in (tool.description or ""), (
+            name
+        )
+    assert users["forget"].output_schema["properties"]["forgotten"]["enum"] == ["user", "fact"]
+    assert "scope" in output_fields(agents["recall"].output_schema, "results")
+    context = agents["get_context"].output_schema
+    assert {"shared_memory_version", "memory_version"} <= set(output_fields(context))
+    assert "scope" in output_fields(context, "sources")
+    assert {"agent_id", "shared"} <= set(output_fields(agents["read_memory"].output_schema))
+    forget = agents["forget"].output_schema
+    assert forget["properties"]["forgotten"]["enum"] == ["agent", "fact"] and "agent_id" in forget["required"]
+    assert "share" in agents["remember"].input_schema["properties"]
+    assert "this agent's own memory" in (agents["remember"].description or "")
+
+
+def test_mcp_get_context_of_an_agents_server_gives_both_versions_and_each_sources_scope(
+    routes: FakeRoutes,
+) -> None:
+    sources = [
+        {"type": "memory", "id": None, "scope": "shared"},
+        {"type": "fact", "id": "tone", "scope": "agent"},
+    ]
+    block = {
+        "context": "Alice sells candles.",
+        "word_count": 3,
+        "memory_version": 2,
+        "shared_memory_version": 5,
+    }
+    routes.answers["POST", AGENT + "/context"] = json_answer(200, block | {"sources": sources})
+    with MemoryClient(endpoint=routes.url, tenant="acme", agent="research", strict=True) as memory:
+        result = call(memory, "get_context", {"user_id": "alice", "query": "candles"})
+    assert not result.is_error and result.structured_content == block | {"sources": sources}
 
 
 def test_mcp_with_agent_serves_the_agents_scope(routes: FakeRoutes) -> None:

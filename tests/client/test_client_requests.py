@@ -156,6 +156,23 @@ def test_export_follows_every_page_into_one_document() -> None:
     assert document.memory is not None and document.memory.version == 1
 
 
+def test_export_merges_the_records_of_every_page() -> None:
+    def record(record_id: str) -> dict[str, Any]:
+        return {"id": record_id, "text": f"Statement {record_id}.", "category": "location"}
+
+    first = {"tenant_id": "acme", "user_id": "alice", "memory": memory_body(), "records": [record("r1")]}
+    second = {"tenant_id": "acme", "user_id": "alice", "memory": None, "records": [record("r2")]}
+    third = {"tenant_id": "acme", "user_id": "alice", "memory": None, "jobs": [job_body("j3")]}
+    recorder = Recorder(
+        httpx2.Response(200, json=first | {"next_cursor": "c1"}),
+        httpx2.Response(200, json=second | {"next_cursor": "c2"}),
+        httpx2.Response(200, json=third | {"next_cursor": None}),
+    )
+    document = mocked(recorder).export("alice")
+    assert document is not None and [r.id for r in document.records] == ["r1", "r2"]
+    assert [job.job_id for job in document.jobs] == ["j3"] and document.next_cursor is None
+
+
 def test_facts_follow_the_pages_and_history_sends_its_limit() -> None:
     fact = {"id": "f", "text": "t"}
     recorder = Recorder(

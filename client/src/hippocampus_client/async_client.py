@@ -113,8 +113,10 @@ class AsyncMemoryClient(ClientBase):
         jobs: str | Job | Iterable[str | Job],
         timeout: float = WAIT_TIMEOUT_S,
         interval: float = WAIT_INTERVAL_S,
+        *,
+        user: str | None = None,
     ) -> list[Job] | None:
-        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent)
+        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent, user)
         return await self._run(program, "wait")
 
     async def usage(self) -> TenantUsage | None:

@@ -109,8 +109,9 @@ class ClientBase:
     - `max_queue`: items `add` may hold before dropping the newest (10,000); `exit_timeout`:
       how long the interpreter's exit waits for them (10 s); `writer_threads`: users whose
       requests are sent at once (4); `spool_path` (default HIPPOCAMPUS_SPOOL, none): a file
-      where what is still unsent at close is kept, sent by the next client made with it;
-      `on_unsent(list of Unsent(user_id, item_ids))`: called at close with what is left
+      where what is still unsent at close is kept, sent by the next client of the same tenant
+      and agent (or none) made with it; `on_unsent(list of Unsent(user_id, item_ids))`, each
+      with its `agent_id`: called at close with what is left
       (client/README.md, "The background writer").
     - `breaker_cooldown`: seconds every request is skipped after one timed out or could not
       connect (30; 0: never skipped), then one trial goes (client/README.md, "Circuit breaker").
@@ -165,7 +166,8 @@ class ClientBase:
         # Both clients write in the background from threads, with the blocking sender (writer.py).
         self._writer = BackgroundWriter(self._sync_sender.send, options, self.breaker)
         if options.spool_path is not None:
-            self._writer.resume(spool.claim(options.spool_path, self.tenant))
+            # Its own scope's lines only: another scope's may be refused to this client's caller (spool.py).
+            self._writer.resume(spool.claim(options.spool_path, self.tenant, self.agent))
 
     @classmethod
     def from_stack(

@@ -53,10 +53,14 @@ def cli(
       hippocampus query alice "payment provider" --local --tenant acme --json
       hippocampus --local --tenant acme --agent research add alice "Prefers email." --share
     """
-    given = ctx.get_parameter_source("endpoint") == click.core.ParameterSource.COMMANDLINE
+    given = {
+        name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        for name in ("endpoint", "agent")
+    }
     state = CliState(
-        endpoint, tenant, as_json, local, stack, region, timeout, agent=agent, endpoint_given=given
-    )
+        endpoint, tenant, as_json, local, stack, region, timeout, agent=agent,
+        endpoint_given=given["endpoint"], agent_given=given["agent"],
+    )  # fmt: skip
     ctx.obj = state
     ctx.call_on_close(state.close)
 
@@ -291,12 +295,19 @@ def deletion(state: CliState, user: str, receipt_id: str) -> None:
     emit_json(receipt.model_dump(mode="json"))
 
 
+USER_OF_JOBS = (
+    "With --agent: read on the agent's job route of this user (all a caller granted only the "
+    "agent's routes may read); without it, the tenant's route."
+)
+
+
 @cli.command()
 @click.argument("job_id", type=ID)
+@click.option("--user", type=ID, help=USER_OF_JOBS)
 @pass_state
-def job(state: CliState, job_id: str) -> None:
+def job(state: CliState, job_id: str, user: str | None) -> None:
     """Print one ingestion job (docs/api.md "Jobs")."""
-    found = required(state.client().job(job_id))
+    found = required(state.client().job(job_id, user=user))
     if state.as_json:
         emit_json(found)
     else:
@@ -307,11 +318,14 @@ def job(state: CliState, job_id: str) -> None:
 @click.argument("job_ids", nargs=-1, required=True, type=ID, metavar="JOB_ID...")
 @click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True)
 @click.option("--interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
+@click.option("--user", type=ID, help=USER_OF_JOBS)
 @pass_state
-def wait(state: CliState, job_ids: tuple[str, ...], timeout: float, interval: float) -> None:
+def wait(
+    state: CliState, job_ids: tuple[str, ...], timeout: float, interval: float, user: str | None
+) -> None:
     """Wait until every job is final; exit 1 if one failed, is unknown, or the timeout passed first."""
-    known, unknown = known_jobs(state, list(job_ids))
-    raise click.exceptions.Exit(wait_and_report(state, known, timeout, interval, unknown))
+    known, unknown = known_jobs(state, list(job_ids), user)
+    raise click.exceptions.Exit(wait_and_report(state, known, timeout, interval, unknown, user))
 
 
 @cli.command()

@@ -166,14 +166,15 @@ def print_jobs(state: CliState, jobs: list[Job]) -> None:
             click.echo(job_line(found))
 
 
-def known_jobs(state: CliState, job_ids: list[str]) -> tuple[list[str], list[str]]:
+def known_jobs(state: CliState, job_ids: list[str], user: str | None = None) -> tuple[list[str], list[str]]:
     """The jobs that exist and those that do not (one read each): an unknown job is reported
-    beside the others, it does not hide their results."""
+    beside the others, it does not hide their results. `user`: with --agent, read on the agent's
+    job route of that user."""
     client = state.client()
     known, unknown = [], []
     for job_id in dict.fromkeys(job_ids):
         try:
-            required(client.job(job_id))
+            required(client.job(job_id, user=user))
         except NotFoundError:
             unknown.append(job_id)
         else:
@@ -181,10 +182,10 @@ def known_jobs(state: CliState, job_ids: list[str]) -> tuple[list[str], list[str
     return known, unknown
 
 
-def _reread(client: MemoryClient, job: str | Job) -> Job | None:
+def _reread(client: MemoryClient, job: str | Job, user: str | None) -> Job | None:
     if isinstance(job, str):
-        return client.job(job)
-    return client.job(job.job_id, user=job.user_id)
+        return client.job(job, user=user)
+    return client.job(job.job_id, user=user or job.user_id)
 
 
 def wait_and_report(
@@ -193,16 +194,17 @@ def wait_and_report(
     timeout: float,
     interval: float = 0.25,
     unknown: Sequence[str] = (),
+    user: str | None = None,
 ) -> int:
-    """Wait for the jobs (ids, or the jobs `add` got back: with `--agent`, those are polled on the
-    agent's own route) and print them, then a line for each unknown job; the exit code: 1 if one
-    failed, is not final (`deferred` included), or is unknown."""
+    """Wait for the jobs (ids, or the jobs `add` got back: with `--agent`, those, and ids given
+    with `user`, are polled on the agent's own route) and print them, then a line for each unknown
+    job; the exit code: 1 if one failed, is not final (`deferred` included), or is unknown."""
     client = state.client()
     errors: list[HippocampusError] = [NotFoundError(f"no such job: {job_id}") for job_id in unknown]
     try:
-        jobs = required(client.wait(waited, timeout=timeout, interval=interval)) if waited else []
+        jobs = required(client.wait(waited, timeout=timeout, interval=interval, user=user)) if waited else []
     except WaitTimeoutError as timed_out:
-        jobs = [required(_reread(client, job)) for job in waited]
+        jobs = [required(_reread(client, job, user)) for job in waited]
         errors.insert(0, timed_out)
     failed = [found.job_id for found in jobs if found.status == "failed"]
     if failed:

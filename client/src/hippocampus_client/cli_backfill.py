@@ -30,9 +30,10 @@ HELP = f"""Import past conversations from FILE (JSON Lines) for many users.
 {LINE_FORMATS}
 
 \b
-Resuming: FILE.progress (--state) records the lines done, atomically. Run
-the same command again after an interruption (Ctrl-C waits for the requests
-in flight; twice quits at once) and the lines done are skipped. Nothing is
+Resuming: FILE.progress (--state) records the lines done, atomically, for
+one tenant, endpoint and --agent (or none). Run the same command again after
+an interruption (Ctrl-C waits for the requests in flight; twice quits at
+once) and the lines done are skipped. Nothing is
 stored twice: an item without "id" gets one derived from the user, the line
 number, its position and its content, and each request carries an
 Idempotency-Key derived from its body, so what was sent but not yet recorded
@@ -112,7 +113,7 @@ def backfill(
     client = state.client()
     target = f"stack:{state.stack}" if state.stack else str(state.endpoint).rstrip("/")
     state_file = state_path or file.with_name(file.name + ".progress")
-    books = BackfillState.load(state_file, file.name, target, client.tenant, restart)
+    books = BackfillState.load(state_file, file.name, target, client.tenant, restart, client.agent)
     failed = FailedLines(failed_path or file.with_name(file.name + ".failed.jsonl"))
     options = Options(batch_items, batch_bytes, concurrency, retries, retry_pause, timezone=timezone)
     disable = (state.as_json or None) if progress is None else not progress  # None: tqdm checks the TTY

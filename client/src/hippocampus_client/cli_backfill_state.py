@@ -25,9 +25,11 @@ SAVE_INTERVAL_S = 0.2  # at most this often while running; always at the end
 
 
 class BackfillState:
-    def __init__(self, path: Path, source: str, target: str, tenant: str) -> None:
+    """`agent`: the agent whose scope the lines go to (`--agent`), None for the users' own memory."""
+
+    def __init__(self, path: Path, source: str, target: str, tenant: str, agent: str | None = None) -> None:
         self.path = path
-        self.identity = {"source": source, "target": target, "tenant": tenant}
+        self.identity = {"source": source, "target": target, "tenant": tenant, "agent": agent}
         self.settled_through = 0
         self.settled_after: set[int] = set()
         self.failed: set[int] = set()
@@ -35,10 +37,14 @@ class BackfillState:
         self._saved_at = 0.0
 
     @classmethod
-    def load(cls, path: Path, source: str, target: str, tenant: str, restart: bool) -> "BackfillState":
+    def load(
+        cls, path: Path, source: str, target: str, tenant: str, restart: bool, agent: str | None = None
+    ) -> "BackfillState":
         """The state at `path` (a new one if there is none, or with `restart`); refuses the state
-        of another tenant or deployment, whose done lines were never sent where this run sends."""
-        state = cls(path, source, target, tenant)
+        of another tenant, deployment or scope (another agent's, or the users' own for an agent's
+        run and the reverse), whose done lines were never sent where this run sends. A state
+        written before agent scopes names no agent: the users' own."""
+        state = cls(path, source, target, tenant, agent)
         if restart or not path.exists():
             return state
         try:
@@ -51,10 +57,11 @@ class BackfillState:
             raise ConfigurationError(
                 f"{path} is not a backfill state file: pass --state or --restart"
             ) from None
-        for name in ("tenant", "target"):
+        for name in ("tenant", "target", "agent"):
             if data.get(name) != state.identity[name]:
                 raise ConfigurationError(
-                    f"{path} is the state of {name} {data.get(name)!r}, not {state.identity[name]!r}: "
+                    f"{path} is the state of {'' if name == 'agent' else name + ' '}"
+                    f"{_named(name, data.get(name))}, not {_named(name, state.identity[name])}: "
                     "pass --state PATH for this run, or --restart"
                 )
         return state
@@ -97,6 +104,13 @@ class BackfillState:
         write_atomically(self.path, json.dumps(document).encode() + b"\n")
         self._dirty = False
         self._saved_at = time.monotonic()
+
+
+def _named(name: str, value: object) -> str:
+    """A state's tenant or target as `'acme'`; its agent as `agent 'research'` or, for none, the users'."""
+    if name != "agent":
+        return repr(value)
+    return "the users' own memory (no --agent)" if value is None else f"agent {value!r}"
 
 
 def _ranges(numbers: Iterable[int]) -> Iterator[list[int]]:

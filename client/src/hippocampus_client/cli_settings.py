@@ -38,6 +38,9 @@ class CliState:
     # `--endpoint` was on the command line: `--local` then keeps it (a local stack on another port),
     # while over HIPPOCAMPUS_ENDPOINT `--local` wins.
     endpoint_given: bool = False
+    # `--agent` was on the command line, not only in HIPPOCAMPUS_AGENT: `ui` refuses the one and
+    # ignores the other (cli_ui.py).
+    agent_given: bool = False
     _client: MemoryClient | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -47,6 +50,8 @@ class CliState:
         """A global option given after the command: it overrides the one before it."""
         if name == "endpoint":
             self.endpoint_given = True
+        if name == "agent":
+            self.agent_given = True
         setattr(self, name, value)
         self._settle()
 

@@ -6,7 +6,8 @@
 
 The page is served on 127.0.0.1 and its API calls go to the endpoint through `ui_server.UiServer`,
 signed with SigV4 for an `https://` endpoint; `--stack` reads the endpoint from the stack's `ApiUrl`
-output. Runs until interrupted.
+output. Runs until interrupted. It shows the users' own memory: `--agent` is refused, and an agent
+set only in HIPPOCAMPUS_AGENT (for the other commands) is ignored, with a note.
 """
 
 import signal
@@ -15,6 +16,7 @@ import webbrowser
 
 import click
 
+from .base import AGENT_VARIABLE
 from .cli_options import ID
 from .cli_output import fail, note
 from .cli_settings import CliState, pass_state
@@ -44,9 +46,14 @@ DEFAULT_PORT = 8765
 @pass_state
 def ui(state: CliState, port: int, user: str | None, open_page: bool) -> None:
     """Serve the memory browser on http://127.0.0.1:PORT/ui/ for --tenant, its calls to --endpoint."""
-    if state.agent:
+    if state.agent and state.agent_given:
         raise click.UsageError(
             "the memory browser shows users' own memory, not an agent's scope: drop --agent"
+        )
+    if state.agent:  # from the environment, set for the other commands: not this one's business
+        note(
+            f"{AGENT_VARIABLE}={state.agent} ignored: the memory browser shows users' own memory, "
+            "not an agent's scope"
         )
     try:
         endpoint = _endpoint(state)

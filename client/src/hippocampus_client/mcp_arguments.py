@@ -10,7 +10,7 @@ arguments as they were sent, and a refusal is one sentence per argument naming t
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from mcp.server.mcpserver.context import Context
@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import ToolAnnotations
-from pydantic import ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
 from .mcp_models import ID_PATTERN, NOT_BLANK
@@ -59,22 +59,38 @@ class StrictTool(Tool):
 
     @classmethod
     def of(
-        cls, function: Callable[..., Any], title: str, description: str, annotations: ToolAnnotations
+        cls,
+        function: Callable[..., Any],
+        title: str,
+        description: str,
+        annotations: ToolAnnotations,
+        *,
+        result: type[BaseModel] | None = None,
+        hidden: Collection[str] = (),
     ) -> "StrictTool":
+        """The tool of `function`. `result`: the model of what it returns, its output schema
+        (default: the function's return annotation); `hidden`: parameters the tool does not take,
+        which keep their defaults (one server's tool may take fewer than another's)."""
         tool = cls.from_function(
             function, title=title, description=description, annotations=annotations, structured_output=True
         )
         assert isinstance(tool, cls)
         lax = tool.fn_metadata
-        model: type[ArgModelBase] = create_model(
-            lax.arg_model.__name__, __base__=lax.arg_model, __cls_kwargs__=STRICT
-        )
-        tool.fn_metadata = StrictArguments(
-            arg_model=model,
-            output_schema=lax.output_schema,
-            output_model=lax.output_model,
-            wrap_output=lax.wrap_output,
-        )
+        base = lax.arg_model
+        if set(hidden) & set(base.model_fields):
+            taken: dict[str, Any] = {
+                n: (f.annotation, f) for n, f in base.model_fields.items() if n not in hidden
+            }
+            base = create_model(base.__name__, __base__=ArgModelBase, **taken)
+        model: type[ArgModelBase] = create_model(base.__name__, __base__=base, __cls_kwargs__=STRICT)
+        output: dict[str, Any] = {
+            "output_schema": lax.output_schema,
+            "output_model": lax.output_model,
+            "wrap_output": lax.wrap_output,
+        }
+        if result is not None:  # its schema is made from it (FuncMetadata)
+            output = {"output_schema": None, "output_model": result, "wrap_output": False}
+        tool.fn_metadata = StrictArguments(arg_model=model, **output)
         tool.parameters = model.model_json_schema(by_alias=True)
         return tool
 

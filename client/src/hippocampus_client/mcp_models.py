@@ -3,7 +3,9 @@
 The parameter types carry the API's limits (docs/api.md "Limits", "Query", "Context"), so an
 agent sees them in each tool's input schema and a call outside them is refused before any
 request. The results are small models of their own, not the client's: their fields are the
-output schema the agent reads, and stay the same when the API adds fields.
+output schema the agent reads, and stay the same when the API adds fields. An agent's server
+(`hippocampus-mcp --agent`) has its own where it says more (`Agent…`: each result's scope, the
+agent's id, the shared memory's version), so a user's server's schemas show none of it.
 """
 
 from typing import Annotated, Any, Literal, get_args
@@ -43,15 +45,7 @@ Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS, pattern=N
 Kind = ResultKind
 KINDS: tuple[str, ...] = get_args(ResultKind)  # what `recall` may be limited to: the API's kinds
 # Where a result of an agent's server comes from (docs/api.md "Agent scopes").
-SCOPE_DESCRIPTION = (
-    "'shared' (the user's memory, seen by every agent) or 'agent' (this agent's own); "
-    "only when the server serves an agent (hippocampus-mcp --agent)."
-)
-
-
-def _absent(value: object) -> bool:
-    """An agent's field left out of a user's server's results, which stay as they were."""
-    return value is None
+SCOPE_DESCRIPTION = "'shared' (the user's memory, seen by every agent) or 'agent' (this agent's own)."
 
 
 class RecallHit(BaseModel):
@@ -65,24 +59,49 @@ class RecallHit(BaseModel):
     score: float = Field(description="Relevance in [0, 1], highest first.")
     metadata: dict[str, Any] = Field(default_factory=dict)
     updated_at: str | None = None
-    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION, exclude_if=_absent)
+
+
+class AgentRecallHit(RecallHit):
+    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION)
 
 
 class RecallResult(BaseModel):
     results: list[RecallHit]
 
 
+class AgentRecallResult(BaseModel):
+    """`recall` of an agent's server: the user's shared memory and the agent's own, ranked together."""
+
+    results: list[AgentRecallHit]
+
+
 class ContextSourceInfo(BaseModel):
     type: str = Field(description="'memory' (the summary), 'fact', 'episode' or 'record'.")
     id: str | None = None
-    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION, exclude_if=_absent)
 
 
-class ContextResult(BaseModel):
+class AgentContextSourceInfo(ContextSourceInfo):
+    scope: str | None = Field(default=None, description=SCOPE_DESCRIPTION)
+
+
+class ContextBlock(BaseModel):
     context: str = Field(description="The block to put before the conversation, as is.")
     word_count: int
+
+
+class ContextResult(ContextBlock):
     memory_version: int | None = None
     sources: list[ContextSourceInfo]
+
+
+class AgentContextResult(ContextBlock):
+    """`get_context` of an agent's server: built from the user's shared memory and the agent's own."""
+
+    memory_version: int | None = Field(default=None, description="The version of this agent's own summary.")
+    shared_memory_version: int | None = Field(
+        default=None, description="The version of the user's shared summary, which every agent reads."
+    )
+    sources: list[AgentContextSourceInfo]
 
 
 class JobInfo(BaseModel):
@@ -159,11 +178,21 @@ class RecordsResult(BaseModel):
     more: bool = Field(description="True when older records were left out: raise max_records to see them.")
 
 
-class ForgetResult(BaseModel):
+class Forgotten(BaseModel):
     user_id: str
-    # `agent`: everything an agent's scope held about the user (an agent's server only).
-    forgotten: Literal["user", "fact", "agent"]
-    agent_id: str | None = Field(default=None, exclude_if=_absent)
     fact_id: str | None = None
-    # The user's: the id of the deletion receipt, what the forget erased (docs/api.md "Deletion receipts").
+    # The whole scope's: the id of the deletion receipt, what the forget erased (docs/api.md
+    # "Deletion receipts").
     receipt_id: str | None = None
+
+
+class ForgetResult(Forgotten):
+    forgotten: Literal["user", "fact"]
+
+
+class AgentForgetResult(Forgotten):
+    """`forget` of an agent's server: `agent`, everything the agent's scope held about the user
+    (the user's shared memory and other agents' stay), or one of its facts."""
+
+    forgotten: Literal["agent", "fact"]
+    agent_id: str

@@ -4,14 +4,13 @@
 `remember`, `read_memory`, `list_records` and `forget`, through a strict `MemoryClient`: the
 tenant is fixed at start, so no tool takes one and an agent can reach no other tenant. With
 `--agent A` every tool serves that agent's scope of each user's memory (docs/api.md "Agent
-scopes"; mcp_tools.py, `AgentMemoryTools`), fixed at start as well. Arguments
+scopes"; mcp_tools.py, `MemoryTools.view`), fixed at start as well. Arguments
 are strict (mcp_arguments.py): no coercion, an unknown one refused by name. An error of the API
 comes back as a tool error naming its code, never as a crash of the server. Logs go to stderr
 (stdout is the protocol) and carry ids and codes only, never a user's content.
 """
 
 import argparse
-import inspect
 import logging
 import os
 import re
@@ -29,7 +28,7 @@ from .base import AGENT_VARIABLE, ENDPOINT_VARIABLE, TENANT_VARIABLE
 from .errors import ConfigurationError, HippocampusError
 from .mcp_arguments import StrictTool
 from .mcp_models import ID_PATTERN
-from .mcp_tools import AgentMemoryTools, MemoryTools
+from .mcp_tools import MemoryTools
 from .sync_client import MemoryClient
 
 LOCAL_ENDPOINT = "http://127.0.0.1:3000"  # the local stack of `make dev` (client/README.md)
@@ -61,7 +60,7 @@ def build_server(client: MemoryClient) -> MCPServer:
     """The MCP server of `client`'s tenant; `client` must be strict (its errors become tool errors)."""
     if not client.strict:
         raise ConfigurationError("hippocampus-mcp needs a strict client: MemoryClient(..., strict=True)")
-    tools = MemoryTools(client) if client.agent is None else AgentMemoryTools(client)
+    tools = MemoryTools(client)  # an agent's, with a client of an agent
     instructions = INSTRUCTIONS
     if client.agent is not None:
         instructions += AGENT_INSTRUCTIONS.format(agent=client.agent)
@@ -73,10 +72,14 @@ def build_server(client: MemoryClient) -> MCPServer:
         (tools.list_records, "List a user's records", READS),
         (tools.forget, "Forget a user or one fact", ERASES),
     ]
-    # The docstring, dedented, is what the agent reads of the tool; its arguments are strict.
-    strict: list[Tool] = [
-        StrictTool.of(f, title, inspect.getdoc(f) or "", notes) for f, title, notes in table
-    ]
+    # The docstring, dedented, is what the agent reads of the tool (with a note on an agent's
+    # server); its arguments are strict, its result this server's (mcp_tools.py, `view`).
+    strict: list[Tool] = []
+    for method, title, notes in table:
+        view = tools.view(method)
+        strict.append(
+            StrictTool.of(method, title, view.description, notes, result=view.result, hidden=view.hidden)
+        )
     return MCPServer(
         "hippocampus", instructions=instructions, version=__version__, log_level="WARNING", tools=strict
     )

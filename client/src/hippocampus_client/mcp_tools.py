@@ -1,22 +1,23 @@
 """The six tools of `hippocampus-mcp` (client/README.md, "MCP server"), bound to one strict client.
 
-`AgentMemoryTools` serves an agent's scope (`hippocampus-mcp --agent`, docs/api.md "Agent
-scopes"): the same tools, on the agent's routes, with `remember(share=...)`, both scopes in
-`read_memory`, and `forget` erasing the agent's scope only.
-
 Each tool is a method of `MemoryTools`: its type hints are the tool's input schema (the API's
 limits, mcp_models.py), its docstring the description the agent reads, its result model the
-output schema. The client's typed errors become tool errors naming the code (docs/api.md
+output schema. A client of an agent (`hippocampus-mcp --agent`, docs/api.md "Agent scopes") makes
+them serve that agent's scope: the same methods call the agent's routes, and `MemoryTools.view`
+says what its server shows otherwise: `remember(share=...)`, both scopes in `read_memory`, each
+result's scope, `forget` erasing the agent's scope only. A user's server shows none of it. The client's typed errors become tool errors naming the code (docs/api.md
 "Errors"); the log line of a failure holds the tool, the code and the request id only.
 """
 
+import inspect
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .base import QueryOptions
 from .errors import HippocampusError, InvalidInputError, WaitTimeoutError
@@ -27,9 +28,11 @@ from .mcp_models import (
     MAX_RECORDS,
     MAX_TOP_K,
     MAX_WAIT_SECONDS,
+    AgentContextResult,
+    AgentForgetResult,
     AgentMemoryResult,
+    AgentRecallResult,
     ContextResult,
-    ContextSourceInfo,
     FactId,
     FactInfo,
     ForgetResult,
@@ -37,7 +40,6 @@ from .mcp_models import (
     Kind,
     MemoryResult,
     QueryText,
-    RecallHit,
     RecallResult,
     RecordInfo,
     RecordsResult,
@@ -54,7 +56,7 @@ logger = logging.getLogger("hippocampus_client.mcp")
 # A TypeVar, not PEP 695 syntax: the client supports Python 3.11 (client/pyproject.toml).
 T = TypeVar("T")
 
-# `remember`'s parameters, shared by both servers' `remember`.
+# `remember`'s parameters.
 NoteText = Annotated[Text | None, Field(description="A note about the user to keep.")]
 UserSide = Annotated[Side | None, Field(description="The user's side of a turn.")]
 AssistantSide = Annotated[Side | None, Field(description="The answer of the turn.")]
@@ -122,11 +124,59 @@ def _answered(value: T | None) -> T:  # noqa: UP047 - Python 3.11
     return value
 
 
+@dataclass(frozen=True)
+class ToolView:
+    """How a server shows one tool (mcp_server.build_server): the description the agent reads, the
+    model of its result (its output schema; None: the method's return annotation), and the
+    parameters it does not take (they keep their defaults)."""
+
+    description: str
+    result: type[BaseModel] | None = None
+    hidden: tuple[str, ...] = ()
+
+
+# What an agent's server (`hippocampus-mcp --agent`) shows unlike a user's: per tool, the result
+# models of a user's server and of an agent's (with each result's scope, the agent's id), a
+# sentence added to the description, and the parameters only an agent's server takes.
+RESULTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "recall": (RecallResult, AgentRecallResult),
+    "get_context": (ContextResult, AgentContextResult),
+    "read_memory": (MemoryResult, AgentMemoryResult),
+    "forget": (ForgetResult, AgentForgetResult),
+}
+AGENT_NOTES = {
+    "recall": "On this agent's server: the user's shared memory and this agent's own, each result's "
+    "`scope` saying which.",
+    "get_context": "On this agent's server: from the user's shared memory and this agent's own, each "
+    "source's `scope` saying which.",
+    "remember": "On this agent's server it goes to this agent's own memory of the user; with `share` "
+    "true, to the user's shared memory, which every agent reads.",
+    "read_memory": "On this agent's server: this agent's own summary, version and facts; in `shared` "
+    "the same of the user's shared memory, which every agent reads.",
+    "forget": "On this agent's server: only what this agent keeps about the user (`forgotten`: "
+    "agent); the user's shared memory and other agents' stay.",
+}
+AGENT_PARAMETERS = ("share",)
+
+
 class MemoryTools:
-    """The tools, bound to one strict client (and so to its one tenant)."""
+    """The tools, bound to one strict client (and so to its one tenant). With a client of an agent
+    they are that agent's (`hippocampus-mcp --agent`, docs/api.md "Agent scopes"): each tool calls
+    the agent's routes and gives the agent's results, `remember` takes `share` (`view`)."""
 
     def __init__(self, client: MemoryClient) -> None:
         self.client = client
+        self.agent = client.agent
+
+    def view(self, method: Callable[..., Any]) -> ToolView:
+        """How this server shows `method`, one of the tools."""
+        name = method.__name__
+        description = inspect.getdoc(method) or ""
+        users, agents = RESULTS.get(name, (None, None))
+        if self.agent is None:
+            return ToolView(description, users, hidden=AGENT_PARAMETERS)
+        note = AGENT_NOTES.get(name)
+        return ToolView(f"{description}\n\n{note}" if note else description, agents)
 
     def recall(
         self,
@@ -137,7 +187,7 @@ class MemoryTools:
             list[Kind] | None,
             Field(min_length=1, max_length=len(KINDS), description="Only these kinds; default all."),
         ] = None,
-    ) -> RecallResult:
+    ) -> RecallResult | AgentRecallResult:
         """Search the user's memory: their facts, records (dated statements about them) and past
         conversation turns ranked for `query`, best first, each with its type, id, text and a score
         in [0, 1]. Nothing relevant: no results. For the block to put before an answer use
@@ -147,7 +197,8 @@ class MemoryTools:
             options["types"] = list(types)
         with _tool_errors("recall"):
             answer = _answered(self.client.query(user_id, query, **options))
-            return RecallResult(results=[RecallHit.model_validate(r.model_dump()) for r in answer.results])
+            model = RecallResult if self.agent is None else AgentRecallResult
+            return model.model_validate({"results": [r.model_dump() for r in answer.results]})
 
     def get_context(
         self,
@@ -157,18 +208,14 @@ class MemoryTools:
             Field(description="The user's new message, to pick the facts and turns relevant to it."),
         ] = None,
         max_words: Annotated[int, Field(ge=1, le=MAX_CONTEXT_WORDS, description="Size bound.")] = 300,
-    ) -> ContextResult:
+    ) -> ContextResult | AgentContextResult:
         """What is known about the user, as one text block ready to put before your answer: the
         summary, then the facts, records and past turns relevant to `query` (newest facts without
         one), never over `max_words` words; `sources` name what it was built from."""
         with _tool_errors("get_context"):
             context = _answered(self.client.context(user_id, query, max_words))
-            return ContextResult(
-                context=context.context,
-                word_count=context.word_count,
-                memory_version=context.memory_version,
-                sources=[ContextSourceInfo.model_validate(s.model_dump()) for s in context.sources],
-            )
+            model = ContextResult if self.agent is None else AgentContextResult
+            return model.model_validate(context.model_dump())
 
     def remember(
         self,
@@ -181,6 +228,7 @@ class MemoryTools:
         metadata: NoteMetadata = None,
         occurred_at: OccurredAt = None,
         wait_seconds: WaitSeconds = 0,
+        share: Share = False,
     ) -> RememberResult:
         """Store something in the user's memory: either `text`, or one conversation turn
         (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
@@ -190,16 +238,12 @@ class MemoryTools:
         verbatim, as a fact (job `completed`)."""
         with _tool_errors("remember"):
             item = _note(text, user_message, assistant_message, fact_id, title, metadata, occurred_at)
-            return self._store(user_id, item, wait_seconds)
-
-    def _store(
-        self, user_id: str, item: dict[str, Any], wait_seconds: int, share: bool = False
-    ) -> RememberResult:
-        """`remember`'s request (inside its `_tool_errors`), and the wait for its jobs."""
-        jobs = _answered(self.client.add(user_id, item, share=share))
-        if wait_seconds and not all(job.final for job in jobs):
-            jobs = self._waited(jobs, wait_seconds)
-        return RememberResult(jobs=[JobInfo.of(job) for job in jobs], final=all(j.final for j in jobs))
+            # `share`: an agent's server's only (a user's does not take it); the client refuses it
+            # without an agent all the same.
+            jobs = _answered(self.client.add(user_id, item, share=share))
+            if wait_seconds and not all(job.final for job in jobs):
+                jobs = self._waited(jobs, wait_seconds)
+            return RememberResult(jobs=[JobInfo.of(job) for job in jobs], final=all(j.final for j in jobs))
 
     def _waited(self, jobs: list[Job], seconds: int) -> list[Job]:
         try:
@@ -219,11 +263,16 @@ class MemoryTools:
         self,
         user_id: UserId,
         max_facts: Annotated[int, Field(ge=0, le=MAX_FACTS, description="Facts to return at most.")] = 50,
-    ) -> MemoryResult:
+    ) -> MemoryResult | AgentMemoryResult:
         """Everything the memory holds for the user: the condensed summary (null while there is
         none), its version and the facts, in id order. A user never seen has version 0, no facts."""
         with _tool_errors("read_memory"):
-            return _memory_result(_answered(self.client.get_full(user_id)), max_facts)
+            if self.agent is None:
+                return _memory_result(_answered(self.client.get_full(user_id)), max_facts)
+            both: AgentMemory = _answered(self.client.get_scopes(user_id))
+            own = _memory_result(both.scopes.agent, max_facts)
+            shared = _memory_result(both.scopes.shared, max_facts)
+            return AgentMemoryResult(**own.model_dump(), agent_id=both.agent_id, shared=shared)
 
     def list_records(
         self,
@@ -262,98 +311,35 @@ class MemoryTools:
         user_id: UserId,
         fact_id: ForgetFactId = None,
         confirm: Annotated[
-            bool, Field(description="Must be true to forget everything about the user (no fact_id).")
+            bool,
+            Field(
+                description="Must be true to forget everything this memory keeps about the user (no fact_id)."
+            ),
         ] = False,
-    ) -> ForgetResult:
+    ) -> ForgetResult | AgentForgetResult:
         """Erase from the user's memory: one fact (`fact_id`; not_found when there is no such
         fact), or, with `confirm` true and no `fact_id`, everything stored about the user (summary,
         facts, past turns, history), for good. Only when the user asks for it."""
         with _tool_errors("forget"):
             if fact_id is not None:
                 self.client.delete_fact(user_id, fact_id)
-                return ForgetResult(user_id=user_id, forgotten="fact", fact_id=fact_id)
+                return self._forgotten(user_id, fact_id=fact_id)
             if not confirm:
-                raise InvalidInputError("forgetting the whole user needs confirm=true (or give a fact_id)")
-            receipt_id = self.client.forget(user_id)
-            return ForgetResult(user_id=user_id, forgotten="user", receipt_id=receipt_id)
+                whole = "the whole user" if self.agent is None else "the agent's memory of the user"
+                raise InvalidInputError(f"forgetting {whole} needs confirm=true (or give a fact_id)")
+            return self._forgotten(user_id, receipt_id=self.client.forget(user_id))
 
-
-class AgentMemoryTools(MemoryTools):
-    """The tools of an agent's server: its client has an agent, so each tool calls the agent's
-    routes (docs/api.md "Agent scopes"); recall and get_context search the user's shared memory
-    and the agent's own, each result saying which (`scope`)."""
-
-    def __init__(self, client: MemoryClient) -> None:
-        if client.agent is None:
-            raise HippocampusError(
-                "AgentMemoryTools needs a client of an agent: MemoryClient(..., agent=...)"
-            )
-        super().__init__(client)
-        self.agent: str = client.agent
-
-    def remember(
-        self,
-        user_id: UserId,
-        text: NoteText = None,
-        user_message: UserSide = None,
-        assistant_message: AssistantSide = None,
-        fact_id: NoteFactId = None,
-        title: NoteTitle = None,
-        metadata: NoteMetadata = None,
-        occurred_at: OccurredAt = None,
-        wait_seconds: WaitSeconds = 0,
-        share: Share = False,
-    ) -> RememberResult:
-        """Store something in this agent's memory of the user (or, with `share` true, in the
-        user's shared memory, which every agent reads): either `text`, or one conversation turn
-        (`user_message` and/or `assistant_message`). A turn or a note is condensed into the
-        summary by the service, seconds later (job `queued`; `wait_seconds` waits for it), or,
-        while the tenant's daily token budget is spent, after it resets at 00:00 UTC (job
-        `deferred`; recall finds the turn meanwhile); with `fact_id`, `text` is stored at once,
-        verbatim, as a fact (job `completed`)."""
-        with _tool_errors("remember"):
-            item = _note(text, user_message, assistant_message, fact_id, title, metadata, occurred_at)
-            return self._store(user_id, item, wait_seconds, share)
-
-    def read_memory(
-        self,
-        user_id: UserId,
-        max_facts: Annotated[int, Field(ge=0, le=MAX_FACTS, description="Facts to return at most.")] = 50,
-    ) -> AgentMemoryResult:
-        """What this agent's memory holds for the user: its own summary (null while there is
-        none), version and facts, in id order; and in `shared` the same of the user's shared
-        memory, which every agent reads. A user never seen has version 0, no facts."""
-        with _tool_errors("read_memory"):
-            both: AgentMemory = _answered(self.client.get_scopes(user_id))
-            own = _memory_result(both.scopes.agent, max_facts)
-            shared = _memory_result(both.scopes.shared, max_facts)
-            return AgentMemoryResult(**own.model_dump(), agent_id=both.agent_id, shared=shared)
-
-    def forget(
-        self,
-        user_id: UserId,
-        fact_id: ForgetFactId = None,
-        confirm: Annotated[
-            bool,
-            Field(
-                description="Must be true to forget everything this agent keeps about the user (no fact_id)."
-            ),
-        ] = False,
-    ) -> ForgetResult:
-        """Erase from this agent's memory of the user: one fact (`fact_id`; not_found when it has
-        no such fact), or, with `confirm` true and no `fact_id`, everything this agent keeps about
-        the user (its summary, facts, past turns, history), for good; the user's shared memory and
-        other agents' stay. Only when the user asks for it."""
-        with _tool_errors("forget"):
-            if fact_id is not None:
-                self.client.delete_fact(user_id, fact_id)
-                return ForgetResult(user_id=user_id, forgotten="fact", agent_id=self.agent, fact_id=fact_id)
-            if not confirm:
-                raise InvalidInputError("forgetting the agent's memory of the user needs confirm=true")
-            receipt_id = self.client.forget(user_id)
-            return ForgetResult(
-                user_id=user_id, forgotten="agent", agent_id=self.agent, receipt_id=receipt_id
-            )
+    def _forgotten(
+        self, user_id: str, fact_id: str | None = None, receipt_id: str | None = None
+    ) -> ForgetResult | AgentForgetResult:
+        """`forget`'s result: one fact, or the user's memory (an agent's server's: its own scope)."""
+        if self.agent is None:
+            whole = "user" if fact_id is None else "fact"
+            return ForgetResult(user_id=user_id, forgotten=whole, fact_id=fact_id, receipt_id=receipt_id)
+        scope = "agent" if fact_id is None else "fact"
+        return AgentForgetResult(
+            user_id=user_id, forgotten=scope, agent_id=self.agent, fact_id=fact_id, receipt_id=receipt_id
+        )
 
 
 def _memory_result(memory: Memory, max_facts: int) -> MemoryResult:

@@ -244,7 +244,8 @@ class Pages:
 
 
 def export(scope: Scope, budget: float) -> Program[Export]:
-    """Every page of the export, merged: the memory from the first page, the lists in order."""
+    """Every page of the export, merged: the memory (and `agents`) from the first page, each list
+    (items, history, jobs, episodes, records) in order."""
     pages = Pages(budget)
     reply = yield replace(calls.export_memory(scope, None), budget=pages.remaining())
     document = parse(Export, reply)
@@ -256,6 +257,7 @@ def export(scope: Scope, budget: float) -> Program[Export]:
         document.history += page.history
         document.jobs += page.jobs
         document.episodes += page.episodes
+        document.records += page.records
         cursor = pages.follow(page.next_cursor, reply)
     document.next_cursor = None
     return document

@@ -2,20 +2,25 @@
 
 What a client could not send before it closed (the service down, the exit budget spent) is
 appended to the spool file, one JSON line per `add` (tenant, user, the agent of an agent's
-scope, items, upsert, idempotency key), and sent by the next client of that tenant made with the
-same `spool_path`, to the scope it was for, whatever that client's agent. The file holds the
-items' content, so it is created readable by its owner only (0600).
+scope, items, upsert, idempotency key), and sent by the next client of the same scope made with
+the same `spool_path`: of that tenant, and of that agent (an agent's line, `agent_id`) or of none
+(a user's line, without `agent_id`). A client never sends another scope's lines: a process
+granted only one agent's routes would be refused (403) on any other, and a refused item is not
+sent again. The file holds the items' content, so it is created readable by its owner only (0600).
 
 A client claims the whole file at start by renaming it to `<spool>.<pid>-<random>.sending`
-(atomic: of several processes starting together, one gets each line), queues its tenant's lines
-ahead of any new `add`, and puts the other tenants' lines back. It holds an exclusive `flock` on
-the claimed file and deletes it only once every claimed line was delivered (sent, or refused by
-the service), or was written to the spool again by its own close. A claimed file nobody holds a
-lock on was left by a process that died first (`kill -9`, `os._exit`, a crash): the next client
-made with that spool path claims it as well. Such a file may hold lines already sent, and the
-other tenants' lines it had put back: sent again, each is deduplicated by the service (every
-spooled item has an id, writer.py, or the `add` an Idempotency-Key). Without `fcntl` (Windows)
-an abandoned claimed file is not picked up.
+(atomic: of several processes starting together, one gets each line), queues its own scope's
+lines ahead of any new `add`, and puts the other scopes' lines back for a client of theirs. It
+holds an exclusive `flock` on the claimed file and deletes it only once every claimed line was
+delivered (sent, or refused by the service), or was written to the spool again by its own close.
+A claimed file nobody holds a lock on was left by a process that died first (`kill -9`,
+`os._exit`, a crash): the next client made with that spool path claims it as well. Such a file
+may hold lines already sent, and the other scopes' lines it had put back: sent again, each is
+deduplicated by the service (every spooled item has an id, writer.py, or the `add` an
+Idempotency-Key). Without `fcntl` (Windows) an abandoned claimed file is not picked up.
+
+A client of a version before agent scopes reads no `agent_id`: it would send an agent's lines to
+the user's routes, into the user's shared memory. It must not share a spool with agents' clients.
 """
 
 import contextlib
@@ -68,13 +73,14 @@ def append(path: Path, lines: list[dict[str, Any]]) -> None:
 
 @dataclass
 class Claim:
-    """The calls of one tenant taken from the spool, and the claimed files that hold them."""
+    """The calls of one scope (a tenant's users, or one agent's) taken from the spool, and the
+    claimed files that hold them."""
 
     calls: list[Call] = field(default_factory=list)
     _files: list[tuple[int, Path]] = field(default_factory=list)  # (locked descriptor, path)
 
     def hold(self, source: tuple[int, Path], calls: list[Call]) -> None:
-        """Keep `source` (locked) until `release`; a file with none of this tenant's lines goes now."""
+        """Keep `source` (locked) until `release`; a file with none of this scope's lines goes now."""
         self.calls += calls
         self._files.append(source)
         if not calls:
@@ -100,21 +106,24 @@ class Claim:
         self._files.clear()
 
 
-def claim(path: Path, tenant: str) -> Claim:
-    """The spooled calls of `tenant`: the spool file's, and those of claimed files whose owner
-    died; each file is kept, locked, until `release`. An empty claim when there is none."""
+def claim(path: Path, tenant: str, agent: str | None = None) -> Claim:
+    """The spooled calls of `tenant`'s scope `agent` (None: the users' own, lines without
+    `agent_id`): the spool file's, and those of claimed files whose owner died; each file is kept,
+    locked, until `release`. An empty claim when there is none. Every other line is put back."""
     taken = Claim()
     # The abandoned claims first: their lines are older than the spool file's.
     abandoned = [_take_over(claimed) for claimed in sorted(path.parent.glob(f"{path.name}.*.sending"))]
     sources = [*abandoned, _claim_spool(path)]
     for source in sources:
-        mine = None if source is None else _read_claimed(path, tenant, source)
+        mine = None if source is None else _read_claimed(path, tenant, agent, source)
         if source is not None and mine is not None:
             taken.hold(source, mine)
     if taken.calls:
+        of_agent = f" agent_id={agent}" if agent is not None else ""
         logger.info(
-            "hippocampus spool %s: %d requests of tenant_id=%s queued again", path, len(taken.calls), tenant
-        )
+            "hippocampus spool %s: %d requests of tenant_id=%s%s queued again",
+            path, len(taken.calls), tenant, of_agent,
+        )  # fmt: skip
     return taken
 
 
@@ -173,11 +182,11 @@ def _take_over(candidate: Path) -> tuple[int, Path] | None:
     return None if descriptor is None else (descriptor, candidate)
 
 
-def _read_claimed(path: Path, tenant: str, source: tuple[int, Path]) -> list[Call] | None:
-    """The tenant's calls of a claimed file, the others' put back; None (logged) when unreadable."""
+def _read_claimed(path: Path, tenant: str, agent: str | None, source: tuple[int, Path]) -> list[Call] | None:
+    """The scope's calls of a claimed file, the others' put back; None (logged) when unreadable."""
     descriptor, claimed = source
     try:
-        mine, others, unreadable = _read(claimed, tenant)
+        mine, others, unreadable = _read(claimed, tenant, agent)
         if others:
             append(path, others)
     except OSError as error:
@@ -189,7 +198,7 @@ def _read_claimed(path: Path, tenant: str, source: tuple[int, Path]) -> list[Cal
     return mine
 
 
-def _read(path: Path, tenant: str) -> tuple[list[Call], list[dict[str, Any]], int]:
+def _read(path: Path, tenant: str, agent: str | None) -> tuple[list[Call], list[dict[str, Any]], int]:
     mine: list[Call] = []
     others: list[dict[str, Any]] = []
     unreadable = 0
@@ -198,11 +207,13 @@ def _read(path: Path, tenant: str) -> tuple[list[Call], list[dict[str, Any]], in
             continue
         try:
             line = json.loads(text)
-            if line["tenant_id"] != tenant:
+            # Another tenant's, or another scope's: an agent's line (`agent_id`) is its agent's
+            # client's, a user's line (none) a user's client's, whatever this client may reach.
+            if line["tenant_id"] != tenant or line.get("agent_id") != agent:
                 others.append(line)
                 continue
             key = line.get("idempotency_key")
-            scope = Scope(tenant, line["user_id"], line.get("agent_id"))
+            scope = Scope(tenant, line["user_id"], agent)
             mine.append(calls.ingest(scope, list(line["items"]), line["upsert"], key))
         except Exception:  # a truncated or hand-edited line: the others still go
             unreadable += 1

@@ -141,13 +141,16 @@ class MemoryClient(ClientBase):
         jobs: str | Job | Iterable[str | Job],
         timeout: float = WAIT_TIMEOUT_S,
         interval: float = WAIT_INTERVAL_S,
+        *,
+        user: str | None = None,
     ) -> list[Job] | None:
         """Poll until every job is completed, failed or skipped; the final jobs in the order given.
         A `deferred` job (the tenant's daily token budget is spent) is not final: it is condensed
         after the budget resets at 00:00 UTC. None when some job is not final within `timeout`
-        (strict: `WaitTimeoutError`), or on error. An agent's client polls a `Job` on the agent's
-        route of the job's `user_id`, a plain job id on the tenant's route (as `job`)."""
-        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent)
+        (strict: `WaitTimeoutError`), or on error. An agent's client polls each job on the agent's
+        route of `user`, else of a `Job`'s `user_id`, and a plain job id without `user` on the
+        tenant's route (as `job`); a client without an agent ignores `user`."""
+        program = programs.wait(self.tenant, jobs, timeout, interval, self.agent, user)
         return self._run(program, "wait")
 
     def usage(self) -> TenantUsage | None:

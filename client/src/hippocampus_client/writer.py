@@ -62,12 +62,46 @@ BACKOFF_BASE_S, BACKOFF_MAX_S = 0.1, 2.0
 IDS_LOGGED = 100  # item ids named in the log line of what was left unsent (on_unsent gets all)
 
 
-class Unsent(NamedTuple):
-    """Items of one user (or of one agent's scope of that user) left unsent when the writer closed."""
-
+class _UserItems(NamedTuple):
     user_id: str
     item_ids: list[str | None]  # None: an item given without an id
-    agent_id: str | None = None  # the agent whose scope they were for (docs/api.md "Agent scopes")
+
+
+class Unsent(_UserItems):
+    """Items of one user (or of one agent's scope of that user) left unsent when the writer closed.
+
+    A pair, `(user_id, item_ids)`, as before agent scopes (`for user, ids in unsent:` still
+    works), with `agent_id` beside it: the agent whose scope they were for (docs/api.md "Agent
+    scopes"), None for the user's own. It is compared (with another `Unsent`) and shown, but
+    neither iterated, indexed nor counted in `len`."""
+
+    agent_id: str | None = None  # the class's: what `_make` builds reads None
+
+    def __new__(cls, user_id: str, item_ids: list[str | None], agent_id: str | None = None) -> "Unsent":
+        self = super().__new__(cls, user_id, item_ids)
+        self.agent_id = agent_id
+        return self
+
+    def _replace(self, /, **changes: Any) -> "Unsent":
+        agent_id = changes.pop("agent_id", self.agent_id)
+        user_id, item_ids = super()._replace(**changes)
+        return Unsent(user_id, item_ids, agent_id)
+
+    def __getnewargs__(self) -> tuple[str, list[str | None], str | None]:  # copy and pickle keep it
+        return self.user_id, self.item_ids, self.agent_id
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Unsent) and self.agent_id != other.agent_id:
+            return False
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return f"Unsent(user_id={self.user_id!r}, item_ids={self.item_ids!r}, agent_id={self.agent_id!r})"
 
 
 @dataclass(frozen=True)
@@ -93,7 +127,8 @@ class WriterOptions:
 
 
 # Tenant, user, agent ("" for the user's own routes): a queue per scope, so the items of an
-# agent's scope (spooled by an agent's client, say) are never merged into the user's.
+# agent's scope are never merged into the user's (a client sends one scope's, its own and those
+# it claims from the spool, spool.py; the key keeps them apart all the same).
 UserKey = tuple[str, str, str]
 
 
