@@ -225,3 +225,20 @@ def assert_cfn_lint_clean(synth: Synth) -> None:
         or (m.rule.id.startswith("W") and m.rule.id not in ACCEPTED_LINT_WARNINGS)
     ]
     assert problems == []
+
+
+def resource_paths(synth: Synth) -> dict[str, str]:
+    """API Gateway Resource logical id → full path (each resource names its parent)."""
+    resources = synth.template.find_resources("AWS::ApiGateway::Resource")
+    paths: dict[str, str] = {}
+
+    def path_of(logical_id: str) -> str:
+        if logical_id not in paths:
+            props = resources[logical_id]["Properties"]
+            parent = props["ParentId"]
+            paths[logical_id] = f"{path_of(parent['Ref']) if 'Ref' in parent else ''}/{props['PathPart']}"
+        return paths[logical_id]
+
+    for logical_id in resources:
+        path_of(logical_id)
+    return paths

@@ -19,6 +19,7 @@ from tests.infra.helpers import (
     context_with,
     granted,
     render,
+    resource_paths,
     synthesize,
 )
 
@@ -96,18 +97,9 @@ def test_synth_with_agent_grants_passes_cdk_nag(synth: Synth) -> None:
 
 
 def test_every_agent_route_is_an_api_gateway_method(synth: Synth) -> None:
-    resources = synth.template.find_resources("AWS::ApiGateway::Resource")
-    paths: dict[str, str] = {}
-
-    def path_of(logical_id: str) -> str:
-        if logical_id not in paths:
-            props = resources[logical_id]["Properties"]
-            parent = props["ParentId"]
-            paths[logical_id] = f"{path_of(parent['Ref']) if 'Ref' in parent else ''}/{props['PathPart']}"
-        return paths[logical_id]
-
+    paths = resource_paths(synth)
     found = [
-        (props["HttpMethod"], path_of(props["ResourceId"]["Ref"]))
+        (props["HttpMethod"], paths[props["ResourceId"]["Ref"]])
         for props in (
             m["Properties"] for m in synth.template.find_resources("AWS::ApiGateway::Method").values()
         )

@@ -10,7 +10,7 @@ from aws_cdk.assertions import Match
 
 from hippocampus.contracts import routes
 from hippocampus.contracts.routes import ROUTES
-from tests.infra.helpers import Synth, render
+from tests.infra.helpers import Synth, render, resource_paths
 
 # What a caller gets when API Gateway answers by itself (docs/api.md "Errors").
 GATEWAY_STATUS = {
@@ -24,23 +24,6 @@ GATEWAY_STATUS = {
     "DEFAULT_4XX": (400, "bad_request"),
     "DEFAULT_5XX": (500, "internal_error"),
 }
-
-
-def resource_paths(synth: Synth) -> dict[str, str]:
-    """API Gateway Resource logical id → full path (each resource names its parent)."""
-    resources = synth.template.find_resources("AWS::ApiGateway::Resource")
-    paths: dict[str, str] = {}
-
-    def path_of(logical_id: str) -> str:
-        if logical_id not in paths:
-            props = resources[logical_id]["Properties"]
-            parent = props["ParentId"]
-            paths[logical_id] = f"{path_of(parent['Ref']) if 'Ref' in parent else ''}/{props['PathPart']}"
-        return paths[logical_id]
-
-    for logical_id in resources:
-        path_of(logical_id)
-    return paths
 
 
 def methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
