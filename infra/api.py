@@ -292,10 +292,9 @@ class Api(Construct):
     def grant_tenant_access(self, principal: iam.IGrantable, tenant_id: str) -> iam.Grant:
         """Allow `principal` every method under `/v1/tenants/<tenant_id>/` of this stage, and nothing else
         (`hippocampus.contracts.access.tenant_grants`, the rule the local stack applies too)."""
-        validate_tenant_id(tenant_id)
         return self._grant(
             principal,
-            self._grant_arns(tenant_grants(tenant_id)),
+            [self.tenant_arn(tenant_id)],
             f"Scoped to tenant {tenant_id} of stage {self.stage_name}: the wildcards cover the HTTP "
             "method and the routes below /v1/tenants/<tenant_id>/, nothing outside that tenant.",
         )

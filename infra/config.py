@@ -143,6 +143,15 @@ class Webhook(BaseModel):
         return value
 
 
+def _json_of_cli_string(value: Any) -> Any:
+    """A `-c key='<json>'` value as the JSON it holds (`_parse_override` keeps objects and lists as
+    strings); any other value as given, for its validator to name."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return json.loads(value)
+    return value
+
+
 class DeploymentConfig(BaseModel):
     """Everything a deployment can choose. Defaults give a working `offline` stack."""
 
@@ -257,9 +266,7 @@ class DeploymentConfig(BaseModel):
     @classmethod
     def _budgets_object(cls, value: Any) -> Any:
         # `-c hippocampus.tenant_token_budgets='{"acme": 200000}'` arrives as a string.
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
+        value = _json_of_cli_string(value)
         if not isinstance(value, Mapping):
             raise ValueError(
                 'must be an object of tenant id to tokens per UTC day, "*" for every other tenant, '
@@ -281,9 +288,10 @@ class DeploymentConfig(BaseModel):
                 f"names {named} tenants: at most {MAX_BUDGETED_TENANTS} (two alarms each; a stack holds "
                 f'at most 500 resources); give the others "{ANY_TENANT}"'
             )
-        if len(_compact_json(value)) > MAX_BUDGETS_JSON_CHARS:
+        size = len(_compact_json(value))
+        if size > MAX_BUDGETS_JSON_CHARS:
             raise ValueError(
-                f"is {len(_compact_json(value))} characters as JSON: at most {MAX_BUDGETS_JSON_CHARS} (it is "
+                f"is {size} characters as JSON: at most {MAX_BUDGETS_JSON_CHARS} (it is "
                 "passed as MEMORY_TENANT_DAILY_TOKENS, and Lambda allows 4 KB of variables per function)"
             )
         return value
@@ -292,9 +300,7 @@ class DeploymentConfig(BaseModel):
     @classmethod
     def _webhooks_list(cls, value: Any) -> Any:
         # `-c hippocampus.webhooks='[{"name": ...}]'` arrives as a string.
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
+        value = _json_of_cli_string(value)
         if not isinstance(value, (list, tuple)):
             raise ValueError(
                 'must be a list of webhooks, e.g. [{"name": "crm", "url": "https://...", "secret_name": "..."}]'

@@ -120,16 +120,13 @@ def grant_stream_read(scope: Construct, role: iam.IRole, table: dynamodb.ITable)
         raise ValueError("the table has no stream to read")
     reads = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
     role.add_to_principal_policy(iam.PolicyStatement(actions=reads, resources=[stream]))
-    statement = iam.PolicyStatement(actions=["dynamodb:ListStreams"], resources=["*"])
-    policy = iam.Policy(scope, "StreamListPolicy", roles=[role], statements=[statement])
-    acknowledge(
-        policy,
-        "AwsSolutions-IAM5[Resource::*]",
-        "dynamodb:ListStreams, which Lambda needs to read a DynamoDB stream for an event source mapping, "
-        "supports no resource-level permissions (Service Authorization Reference: no resource type), so "
-        "Resource '*' is the only valid value; this policy allows that one action and nothing else.",
+    return _policy_of_one_unscoped_action(
+        scope,
+        "StreamListPolicy",
+        role,
+        "dynamodb:ListStreams",
+        "which Lambda needs to read a DynamoDB stream for an event source mapping",
     )
-    return policy
 
 
 def grant_put_events(role: iam.IRole, bus: events.IEventBus) -> None:
@@ -167,14 +164,28 @@ def grant_pii_detection(scope: Construct, role: iam.IRole, config: DeploymentCon
     alone; None, and nothing granted, otherwise (`patterns` runs in the function)."""
     if config.pii != "mask" or config.pii_detector != "comprehend":
         return None
-    statement = iam.PolicyStatement(actions=["comprehend:DetectPiiEntities"], resources=["*"])
-    policy = iam.Policy(scope, "PiiDetectionPolicy", roles=[role], statements=[statement])
+    return _policy_of_one_unscoped_action(
+        scope,
+        "PiiDetectionPolicy",
+        role,
+        "comprehend:DetectPiiEntities",
+        "for PII masking with pii_detector comprehend",
+    )
+
+
+def _policy_of_one_unscoped_action(
+    scope: Construct, construct_id: str, role: iam.IRole, action: str, what_for: str
+) -> iam.Policy:
+    """`action` on `*` in a policy of its own, so that its cdk-nag acknowledgment covers that one
+    statement alone: for an action with no resource-level permissions."""
+    statement = iam.PolicyStatement(actions=[action], resources=["*"])
+    policy = iam.Policy(scope, construct_id, roles=[role], statements=[statement])
     acknowledge(
         policy,
         "AwsSolutions-IAM5[Resource::*]",
-        "comprehend:DetectPiiEntities (PII masking with pii_detector comprehend) supports no "
-        "resource-level permissions (Service Authorization Reference: no resource type), so Resource "
-        "'*' is the only valid value; this policy allows that one action and nothing else.",
+        f"{action}, {what_for}, supports no resource-level permissions (Service Authorization "
+        "Reference: no resource type), so Resource '*' is the only valid value; this policy allows "
+        "that one action and nothing else.",
     )
     return policy
 

@@ -16,6 +16,13 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from hippocampus.contracts import names as schema
+from hippocampus.contracts.names import (
+    TENANT_COMPLETION_TOKENS,
+    TENANT_DIMENSION,
+    TENANT_JOBS_DEFERRED,
+    TENANT_LLM_CALLS,
+    TENANT_PROMPT_TOKENS,
+)
 from infra.config import DeploymentConfig
 
 PERIOD: Final = cdk.Duration.minutes(5)
@@ -27,11 +34,6 @@ ITERATOR_AGE_ALARM_MS: Final = 5 * 60 * 1000
 # The token budget alarm's period: CloudWatch's (sliding) window is then the 24 hours before each
 # evaluation, so it fires within minutes of a UTC day's use reaching the budget (docs/operations.md).
 BUDGET_PERIOD: Final = cdk.Duration.days(1)
-# The per-tenant metrics the condenser emits (hippocampus.observability), dimensions service and tenant.
-TENANT_DIMENSION: Final = "tenant"
-TENANT_PROMPT_TOKENS: Final = "TenantPromptTokens"
-TENANT_COMPLETION_TOKENS: Final = "TenantCompletionTokens"
-TENANT_JOBS_DEFERRED: Final = "TenantJobsDeferred"
 # The most alarms one alarm status widget shows (CloudWatch's limit).
 ALARMS_PER_STATUS_WIDGET: Final = 100
 
@@ -68,7 +70,8 @@ def tenant_construct_id(tenant_id: str) -> str:
 def tenant_usage(name: str) -> cloudwatch.MathExpression:
     """Every tenant's series of one per-tenant metric (observability: record_tenant_usage and
     record_tenant_deferred)."""
-    search = f"SEARCH('{{{schema.METRICS_NAMESPACE},service,tenant}} MetricName=\"{name}\"', 'Sum', 300)"
+    dimensions = f"{schema.METRICS_NAMESPACE},service,{TENANT_DIMENSION}"
+    search = f"SEARCH('{{{dimensions}}} MetricName=\"{name}\"', 'Sum', 300)"
     return cloudwatch.MathExpression(expression=search, label=name, period=PERIOD)
 
 
@@ -317,8 +320,8 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="LLM tokens by tenant (prompt + completion)",
-                left=[tenant_usage("TenantPromptTokens"), tenant_usage("TenantCompletionTokens")],
-                right=[tenant_usage("TenantLlmCalls")],
+                left=[tenant_usage(TENANT_PROMPT_TOKENS), tenant_usage(TENANT_COMPLETION_TOKENS)],
+                right=[tenant_usage(TENANT_LLM_CALLS)],
                 width=24,
             )
         )

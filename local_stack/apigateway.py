@@ -56,6 +56,14 @@ class HttpRequest:
     protocol: str = "HTTP/1.1"
     host: str = LOOPBACK
 
+    def header_values(self, name: str) -> list[str]:
+        """The values of every header of this name (names compare case-insensitively)."""
+        return [value for key, value in self.headers if key.lower() == name.lower()]
+
+    def header(self, name: str) -> str | None:
+        """The first value of the header of this name, if any."""
+        return next(iter(self.header_values(name)), None)
+
 
 @dataclass(frozen=True)
 class HttpResponse:
@@ -182,7 +190,7 @@ def principal_refusal(request: HttpRequest, stage: str, require_principal: bool)
     path = urlsplit(request.target).path or "/"
     if path in OPEN_PATHS:
         return None
-    named = [value for name, value in request.headers if name.lower() == PRINCIPAL_HEADER.lower()]
+    named = request.header_values(PRINCIPAL_HEADER)
     if not named:
         if not require_principal:
             return None

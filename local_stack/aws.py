@@ -53,17 +53,11 @@ class Resources:
     # DLQ of the stream batches the function gave up on.
     event_bus_name: str = ""
     events_queue_url: str = ""
-    events_queue_arn: str = ""
     events_dlq_url: str = ""
 
     @property
     def events_queue_name(self) -> str:
         return self.events_queue_url.rstrip("/").rpartition("/")[2]
-
-
-def events_queue_name(config: DeploymentConfig) -> str:
-    """`hippocampus-dev-events`: the queue the local rule sends every event to."""
-    return names.resource_name(config.stage, EVENTS_QUEUE_BASE_NAME)
 
 
 def aws_client(service: str, endpoint_url: str | None, region: str) -> Any:
@@ -95,7 +89,9 @@ def provision(endpoint_url: str | None, region: str, config: DeploymentConfig) -
         queues[queue] = _create_queue(sqs, queue, queues)
     queue_url, queue_arn = queues[specs.INGEST_QUEUE]
     dlq_url, dlq_arn = queues[specs.DEAD_LETTER_QUEUE]
-    events_url, events_arn = _create_standard_queue(sqs, events_queue_name(config), EVENTS_QUEUE_RETENTION_S)
+    # `hippocampus-dev-events`: the queue the local rule sends every event to.
+    events_queue = names.resource_name(config.stage, EVENTS_QUEUE_BASE_NAME)
+    events_url, events_arn = _create_standard_queue(sqs, events_queue, EVENTS_QUEUE_RETENTION_S)
     events_dlq_name = names.resource_name(config.stage, EVENTS_DLQ_BASE_NAME)
     events_dlq_url, _ = _create_standard_queue(sqs, events_dlq_name, names.DLQ_RETENTION_DAYS * _DAY_S)
     bus_name = specs.event_bus_name(config)
@@ -110,7 +106,6 @@ def provision(endpoint_url: str | None, region: str, config: DeploymentConfig) -
         dlq_arn=dlq_arn,
         event_bus_name=bus_name,
         events_queue_url=events_url,
-        events_queue_arn=events_arn,
         events_dlq_url=events_dlq_url,
     )
 

@@ -159,10 +159,6 @@ def parse_payload(body: bytes) -> Any:
     return event
 
 
-def _header(request: HttpRequest, name: str) -> str | None:
-    return next((value for key, value in request.headers if key.lower() == name), None)
-
-
 @dataclass(frozen=True)
 class _Call:
     function: LocalFunction
@@ -211,7 +207,7 @@ class LambdaInvokeApi:
         split = urlsplit(request.target)
         match = INVOKE_PATH.match(split.path)
         assert match is not None, "serves() first"
-        invocation_type = _header(request, "x-amz-invocation-type") or "RequestResponse"
+        invocation_type = request.header("x-amz-invocation-type") or "RequestResponse"
         if invocation_type not in INVOCATION_TYPES:
             allowed = ", ".join(INVOCATION_TYPES)
             raise _invalid("invocationType", invocation_type, f"enum value set: [{allowed}]")
@@ -219,7 +215,7 @@ class LambdaInvokeApi:
         limit = MAX_ASYNC_PAYLOAD_BYTES if invocation_type == "Event" else MAX_LAMBDA_PAYLOAD_BYTES
         if len(request.body) > limit:
             raise too_large(limit)
-        tail = (_header(request, "x-amz-log-type") or "None") == "Tail" and invocation_type != "Event"
+        tail = (request.header("x-amz-log-type") or "None") == "Tail" and invocation_type != "Event"
         return _Call(function, invocation_type, parse_payload(request.body), tail)
 
     def _function(self, raw: str, qualifier: str | None) -> LocalFunction:

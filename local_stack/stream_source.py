@@ -113,13 +113,12 @@ class StreamEventSource:
         batch_size: int = BATCH_SIZE,
         idle_wait_s: float = IDLE_WAIT_S,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
-        start: str = "TRIM_HORIZON",
         wanted: Callable[[Mapping[str, Any]], bool] | None = None,
         dead_letter: DeadLetter | None = None,
         function_arn: str = "",
     ) -> None:
-        """`dynamodb`, `streams`: boto3 clients of DynamoDB and DynamoDB Streams. `start`: where the
-        shards found at start are read from (TRIM_HORIZON or LATEST). `retry_delays_s`: the pause
+        """`dynamodb`, `streams`: boto3 clients of DynamoDB and DynamoDB Streams (every shard is read
+        from its start: module docstring). `retry_delays_s`: the pause
         before each retry of a failed batch, as many as there are retries. `wanted`: the mapping's
         filter (None: every record). `dead_letter`: where a given-up batch's description goes, and
         `function_arn` the function it names."""
@@ -131,7 +130,6 @@ class StreamEventSource:
         self._batch_size = batch_size
         self._idle_wait_s = idle_wait_s
         self._retry_delays_s = tuple(retry_delays_s)
-        self._start = start
         self._wanted = wanted
         self._dead_letter = dead_letter
         self._function_arn = function_arn
@@ -142,7 +140,6 @@ class StreamEventSource:
         self._stop = threading.Event()
         self._drain_until = 0.0
         self._thread = threading.Thread(target=self._run, name="stream-event-source", daemon=True)
-        self.batches = 0
         self.skipped = 0  # records given up on, or trimmed before they were read
 
     def start(self, thread: bool = True) -> None:
@@ -210,9 +207,7 @@ class StreamEventSource:
             for shard in description.get("Shards") or []:
                 shard_id = str(shard["ShardId"])
                 if shard_id not in self._shards and shard_id not in self._finished:
-                    # A shard found later is a new one (a split): read from its start.
-                    start = self._start if first else "TRIM_HORIZON"
-                    self._shards[shard_id] = _Shard(shard_id, (start, None), limit=self._batch_size)
+                    self._shards[shard_id] = _Shard(shard_id, ("TRIM_HORIZON", None), limit=self._batch_size)
             last = description.get("LastEvaluatedShardId")
             if not last:
                 break
@@ -252,7 +247,6 @@ class StreamEventSource:
             return
         numbers = [str(record["dynamodb"]["SequenceNumber"]) for record in records]
         event = {"Records": [dynamodb_stream_record(r, self.stream_arn, self._region) for r in records]}
-        self.batches += 1
         unhandled = False
         try:
             result = self._invoke(event)
@@ -308,7 +302,7 @@ class StreamEventSource:
             "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"}
             | ({"functionError": "Unhandled"} if unhandled else {}),
             "version": "1.0",
-            "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "timestamp": _iso(datetime.now(UTC)),
             "DDBStreamBatchInfo": {
                 "shardId": shard.shard_id,
                 "startSequenceNumber": str(first["SequenceNumber"]),

@@ -51,19 +51,22 @@ OPERATIONS = {
 }
 # docs/api.md "Agent scopes": the same routes under `…/agents/{agent_id}/`, "Agent" in each id.
 _AGENT_PATHS = {
-    routes.MEMORY_PATH: routes.AGENT_MEMORY_PATH,
-    routes.FACT_PATH: routes.AGENT_FACT_PATH,
-    routes.HISTORY_PATH: routes.AGENT_HISTORY_PATH,
-    routes.EXPORT_PATH: routes.AGENT_EXPORT_PATH,
-    routes.FACTS_PATH: routes.AGENT_FACTS_PATH,
-    routes.EPISODES_PATH: routes.AGENT_EPISODES_PATH,
-    routes.RECORDS_PATH: routes.AGENT_RECORDS_PATH,
-    routes.JOBS_PATH: routes.AGENT_JOBS_PATH,
-    routes.DELETION_PATH: routes.AGENT_DELETION_PATH,
-    routes.RECORD_PATH: routes.AGENT_RECORD_PATH,
-    routes.EPISODE_PATH: routes.AGENT_EPISODE_PATH,
-    routes.QUERY_PATH: routes.AGENT_QUERY_PATH,
-    routes.CONTEXT_PATH: routes.AGENT_CONTEXT_PATH,
+    path: routes.agent_path(path)
+    for path in (
+        routes.MEMORY_PATH,
+        routes.FACT_PATH,
+        routes.HISTORY_PATH,
+        routes.EXPORT_PATH,
+        routes.FACTS_PATH,
+        routes.EPISODES_PATH,
+        routes.RECORDS_PATH,
+        routes.JOBS_PATH,
+        routes.DELETION_PATH,
+        routes.RECORD_PATH,
+        routes.EPISODE_PATH,
+        routes.QUERY_PATH,
+        routes.CONTEXT_PATH,
+    )
 }
 _AGENT_IDS = {
     "getMemory": "getAgentMemory",

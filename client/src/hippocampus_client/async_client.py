@@ -148,7 +148,7 @@ class AsyncMemoryClient(ClientBase):
                 self._writer.submit(call)
                 self._failed(RequestTimeoutError("earlier adds are still queued"), call, "add")
                 return None
-            return await self._run(programs.ingest_and_wait(self.tenant, call, wait), "add")
+            return await self._run(programs.ingest_and_wait(call, wait), "add")
         if self.strict:
             return await self._run(programs.ingest(call), "add")
         self._writer.submit(call)

@@ -261,10 +261,7 @@ class ClientBase:
             problem = (
                 error if isinstance(error, HippocampusError) else InvalidInputError(type(error).__name__)
             )
-            ids = {"tenant_id": self.tenant, "user_id": user}
-            if self.agent is not None:
-                ids["agent_id"] = self.agent
-            self._failed(problem, loggable_ids(**ids), "add")
+            self._failed(problem, loggable_ids(**self._scope(user).ids), "add")
             return None
 
     def _check_share(self, share: object) -> None:

@@ -158,14 +158,14 @@ def ingest(call: Call) -> Program[list[Job]]:
     return _list_of(Job, reply, "jobs")
 
 
-def ingest_and_wait(tenant: str, call: Call, wait_for: bool | float) -> Program[list[Job]]:
+def ingest_and_wait(call: Call, wait_for: bool | float) -> Program[list[Job]]:
     """`add(..., wait=...)`: send now, then poll the jobs until they are final, for at most
     `WAIT_TIMEOUT_S` seconds (`wait=True`) or the seconds given; an agent's on its route of the
     call's user."""
     jobs = yield from ingest(call)
     timeout = WAIT_TIMEOUT_S if wait_for is True else float(wait_for)
     scope = Scope.of(call.ids)
-    return (yield from wait(tenant, jobs, timeout, WAIT_INTERVAL_S, scope.agent, scope.user))
+    return (yield from wait(scope.tenant, jobs, timeout, WAIT_INTERVAL_S, scope.agent, scope.user))
 
 
 def query(scope: Scope, request: dict[str, Any]) -> Program[QueryAnswer]:

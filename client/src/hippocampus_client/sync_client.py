@@ -190,7 +190,7 @@ class MemoryClient(ClientBase):
                 self._writer.submit(call)
                 self._failed(RequestTimeoutError("earlier adds are still queued"), call, "add")
                 return None
-            return self._run(programs.ingest_and_wait(self.tenant, call, wait), "add")
+            return self._run(programs.ingest_and_wait(call, wait), "add")
         if self.strict:
             return self._run(programs.ingest(call), "add")
         self._writer.submit(call)

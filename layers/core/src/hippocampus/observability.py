@@ -13,7 +13,15 @@ from typing import Final
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from hippocampus.contracts.names import METRICS_NAMESPACE, SERVICE_NAME
+from hippocampus.contracts.names import (
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+    TENANT_COMPLETION_TOKENS,
+    TENANT_DIMENSION,
+    TENANT_JOBS_DEFERRED,
+    TENANT_LLM_CALLS,
+    TENANT_PROMPT_TOKENS,
+)
 
 logger: Final = Logger(service=SERVICE_NAME)
 metrics: Final = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
@@ -69,11 +77,7 @@ def metric_unit(name: MetricName) -> MetricUnit:
 
 
 # Per-tenant LLM usage, with a `tenant` dimension (one CloudWatch metric per tenant and name).
-TENANT_DIMENSION: Final = "tenant"
-TENANT_USAGE: Final = ("TenantLlmCalls", "TenantPromptTokens", "TenantCompletionTokens")
-
-
-TENANT_JOBS_DEFERRED: Final = "TenantJobsDeferred"  # turns parked by the tenant's token budget
+TENANT_USAGE: Final = (TENANT_LLM_CALLS, TENANT_PROMPT_TOKENS, TENANT_COMPLETION_TOKENS)
 
 
 def record_tenant_usage(tenant_id: str, llm_calls: int, prompt_tokens: int, completion_tokens: int) -> None:

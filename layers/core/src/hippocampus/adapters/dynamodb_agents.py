@@ -13,15 +13,11 @@ from typing import Final
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_items import decoded_all
-from hippocampus.adapters.dynamodb_table import Table, is_condition_failure, key, user_pk, values
+from hippocampus.adapters.dynamodb_table import Table, agents_pk, is_condition_failure, key, values
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 
 AGENT_PREFIX: Final = "AGENT#"
-
-
-def agents_pk(tenant_id: str, user_id: str) -> str:
-    return f"{user_pk(tenant_id, user_id)}#AGENTS"
 
 
 class DynamoDbAgentRegistry:

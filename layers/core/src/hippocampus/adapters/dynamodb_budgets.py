@@ -190,8 +190,7 @@ class DynamoDeferralStore:
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> int:
         older = [e for e in self.user_entries(tenant_id, user_id) if e.message.generation < generation]
-        for entry in older:
-            self.retire(entry.message)
+        self._table.batch_delete([key(ledger_pk(tenant_id), entry_sk(e.message)) for e in older])
         return len(older)
 
     def _entry_put(self, message: CondenseMessage) -> dict[str, Any]:

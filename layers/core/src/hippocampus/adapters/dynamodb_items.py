@@ -7,7 +7,7 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary
 
-from hippocampus.adapters.dynamodb_table import plain_item
+from hippocampus.adapters.dynamodb_table import MEMORY_SK, Table, key, plain_item, user_pk
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 
@@ -36,6 +36,22 @@ def generation_of(item: Item) -> int:
     """The user's life the item belongs to (an item written before deletes existed has none: 0)."""
     generation: int = item.get("generation", 0)
     return generation
+
+
+def read_generation(table: Table, tenant_id: str, user_id: str) -> int:
+    """The user's generation on its memory item (0 before its first delete); one consistent read."""
+    raw = (
+        table.client()
+        .get_item(
+            TableName=table.name,
+            Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
+            ConsistentRead=True,
+            ProjectionExpression="#g",
+            ExpressionAttributeNames={"#g": "generation"},
+        )
+        .get("Item")
+    )
+    return generation_of(decoded(raw)) if raw else 0
 
 
 def is_expired(item: Item, epoch: int) -> bool:

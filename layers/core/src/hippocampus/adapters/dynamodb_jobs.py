@@ -229,21 +229,20 @@ class DynamoJobStore:
         its item id; False if it was not in flight."""
         if job.status not in IN_FLIGHT:
             return False
+        in_flight = {f":in_flight_{n}": status for n, status in enumerate(sorted(IN_FLIGHT))}
         try:
             self._table.client().update_item(
                 TableName=self._table.name,
                 Key=key(job_pk(job.tenant_id, job.job_id), JOB_SK),
                 UpdateExpression="SET #s = :skipped, #e = :error, updated_at = :at REMOVE item_id, memory_version",
-                ConditionExpression="#s IN (:queued, :processing, :deferred)",
+                ConditionExpression=f"#s IN ({', '.join(in_flight)})",
                 ExpressionAttributeNames={"#s": "status", "#e": "error"},
                 ExpressionAttributeValues=values(
                     {
                         ":skipped": "skipped",
                         ":error": USER_DELETED.model_dump(),
                         ":at": iso(self._table.now()),
-                        ":queued": "queued",
-                        ":processing": "processing",
-                        ":deferred": "deferred",
+                        **in_flight,
                     }
                 ),
             )

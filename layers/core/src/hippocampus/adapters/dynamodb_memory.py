@@ -17,6 +17,7 @@ from hippocampus.adapters.dynamodb_items import (
     decoded_all,
     generation_of,
     is_expired,
+    read_generation,
     with_prefix,
 )
 from hippocampus.adapters.dynamodb_job_creation import job_put
@@ -87,8 +88,7 @@ class DynamoMemoryStore:
         return current(with_prefix(items, FACT_PREFIX), generation, self._table.epoch())
 
     def read_generation(self, tenant_id: str, user_id: str) -> int:
-        item = self._get_memory_item(user_pk(tenant_id, user_id), projection="#g")
-        return generation_of(item) if item else 0
+        return read_generation(self._table, tenant_id, user_id)
 
     def write_memory(self, write: MemoryWrite) -> None:
         now = self._table.now()
@@ -306,16 +306,12 @@ class DynamoMemoryStore:
         found = [decoded(raw)[USERS_INDEX_SORT_KEY] for raw in self._table.query(request, limit + 1)]
         return found[:limit], len(found) > limit
 
-    def _get_memory_item(self, pk: str, projection: str | None = None) -> Item | None:
-        kwargs: dict[str, Any] = {
-            "TableName": self._table.name,
-            "Key": key(pk, MEMORY_SK),
-            "ConsistentRead": True,
-        }
-        if projection:
-            kwargs["ProjectionExpression"] = projection
-            kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
-        raw = self._table.client().get_item(**kwargs).get("Item")
+    def _get_memory_item(self, pk: str) -> Item | None:
+        raw = (
+            self._table.client()
+            .get_item(TableName=self._table.name, Key=key(pk, MEMORY_SK), ConsistentRead=True)
+            .get("Item")
+        )
         return decoded(raw) if raw else None
 
     def memory_state(self, item: Item | None) -> MemoryState:

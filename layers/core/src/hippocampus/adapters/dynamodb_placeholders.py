@@ -22,9 +22,8 @@ from dataclasses import dataclass, replace
 from itertools import batched
 from typing import Any, Final
 
-from hippocampus.adapters.dynamodb_items import decoded
+from hippocampus.adapters.dynamodb_items import decoded, read_generation
 from hippocampus.adapters.dynamodb_table import (
-    MEMORY_SK,
     PII_PREFIX,
     Table,
     generation_check,
@@ -81,7 +80,7 @@ class DynamoPlaceholderStore:
             # An agent's scope numbers with its user's key, in the user's life: a value has one
             # placeholder in every scope a read of the agent merges (docs/architecture.md "PII masking").
             user_id = user_of(user_id)
-            generation = self._generation(tenant_id, user_id)
+            generation = read_generation(self._table, tenant_id, user_id)
         pk = user_pk(tenant_id, user_id)
         for _ in range(NUMBERING_ATTEMPTS):
             user_key = self._read_key(pk, generation) or _UserKey(
@@ -102,16 +101,6 @@ class DynamoPlaceholderStore:
         pk = user_pk(tenant_id, user_of(user_id))
         user_key = self._read_key(pk, None)
         return self._known(pk, user_key, list(dict.fromkeys(values))) if user_key else {}
-
-    def _generation(self, tenant_id: str, user_id: str) -> int:
-        response = self._table.client().get_item(
-            TableName=self._table.name,
-            Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
-            ConsistentRead=True,
-            ProjectionExpression="#g",
-            ExpressionAttributeNames={"#g": "generation"},
-        )
-        return int(response.get("Item", {}).get("generation", {}).get("N", "0"))
 
     def _read_key(self, pk: str, generation: int | None) -> _UserKey | None:
         """The user's key item; None when absent or of an older generation than `generation`.

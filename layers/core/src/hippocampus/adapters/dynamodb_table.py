@@ -72,6 +72,11 @@ def user_pk(tenant_id: str, user_id: str) -> str:
     return f"T#{tenant_id}#U#{user_id}"
 
 
+def agents_pk(tenant_id: str, user_id: str) -> str:
+    """The partition listing the agents with a private scope of the user (adapters/dynamodb_agents.py)."""
+    return f"{user_pk(tenant_id, user_id)}#AGENTS"
+
+
 def index_pk(tenant_id: str, user_id: str) -> str:
     return f"{user_pk(tenant_id, user_id)}#I"
 
@@ -83,7 +88,7 @@ def listing(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
     clause = f"{USERS_INDEX_PARTITION_KEY} = :listed_tenant, {USERS_INDEX_SORT_KEY} = :listed_user"
     user, agent_id = split_scope(user_id)
     if agent_id is not None:  # an agent's scope is listed under its user, never among the tenant's users
-        return clause, {":listed_tenant": f"{user_pk(tenant_id, user)}#AGENTS", ":listed_user": agent_id}
+        return clause, {":listed_tenant": agents_pk(tenant_id, user), ":listed_user": agent_id}
     return clause, {":listed_tenant": tenant_pk(tenant_id), ":listed_user": user_id}
 
 

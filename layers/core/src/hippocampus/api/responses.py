@@ -62,23 +62,23 @@ def memory_response(read: MemoryRead, status: int = 200) -> Response[MemoryBody]
 
 def conditional_memory_response(read: MemoryRead, if_none_match: str | None) -> Response[MemoryBody | None]:
     """The memory body, or 304 without one while the caller's `If-None-Match` still matches."""
-    etag = memory_etag(read)
-    if if_none_match is not None and matches_any(if_none_match, etag):
-        return Response(status_code=304, headers={"ETag": etag})
-    return Response(
-        status_code=200, content_type=content_types.APPLICATION_JSON, body=read.body, headers={"ETag": etag}
-    )
+    return _conditional(memory_etag(read), read.body, if_none_match)
 
 
 def conditional_agent_memory_response(
     read: AgentMemoryRead, if_none_match: str | None
 ) -> Response[AgentMemoryBody | None]:
     """Both scopes, or 304 while the caller's `If-None-Match` still matches."""
-    etag = agent_memory_etag(read)
+    return _conditional(agent_memory_etag(read), read.body, if_none_match)
+
+
+def _conditional[Body: (MemoryBody, AgentMemoryBody)](
+    etag: str, body: Body, if_none_match: str | None
+) -> Response[Body | None]:
     if if_none_match is not None and matches_any(if_none_match, etag):
         return Response(status_code=304, headers={"ETag": etag})
     return Response(
-        status_code=200, content_type=content_types.APPLICATION_JSON, body=read.body, headers={"ETag": etag}
+        status_code=200, content_type=content_types.APPLICATION_JSON, body=body, headers={"ETag": etag}
     )
 
 

@@ -70,10 +70,6 @@ class TokenBudgets:
     def of(self, tenant_id: str) -> int | None:
         return self.by_tenant.get(tenant_id, self.default)
 
-    @property
-    def any(self) -> bool:
-        return bool(self.by_tenant) or self.default is not None
-
 
 def _tokens(tenant: str, tokens: object) -> int:
     if type(tokens) is not int or tokens < 1:

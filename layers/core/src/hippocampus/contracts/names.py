@@ -9,6 +9,13 @@ from typing import Final, Literal
 
 SERVICE_NAME: Final = "hippocampus"
 METRICS_NAMESPACE: Final = "Hippocampus"
+# The per-tenant metrics the condenser emits (hippocampus.observability) and the stack's dashboard
+# and alarms read (infra/monitoring.py): dimensions service and tenant.
+TENANT_DIMENSION: Final = "tenant"
+TENANT_LLM_CALLS: Final = "TenantLlmCalls"
+TENANT_PROMPT_TOKENS: Final = "TenantPromptTokens"
+TENANT_COMPLETION_TOKENS: Final = "TenantCompletionTokens"
+TENANT_JOBS_DEFERRED: Final = "TenantJobsDeferred"  # turns parked by the tenant's token budget
 
 # DynamoDB main table: single-table design.
 TABLE_PARTITION_KEY: Final = "pk"

@@ -43,20 +43,8 @@ def agent_path(user_path: str) -> str:
 
 
 AGENT_MEMORY_PATH: Final = agent_path(MEMORY_PATH)
-AGENT_HISTORY_PATH: Final = agent_path(HISTORY_PATH)
-AGENT_EXPORT_PATH: Final = agent_path(EXPORT_PATH)
-AGENT_JOBS_PATH: Final = agent_path(JOBS_PATH)
 # An agent's principal reaches no tenant-level route: it reads one job of its scopes here.
-AGENT_JOB_PATH: Final = AGENT_JOBS_PATH + "/{job_id}"
-AGENT_FACT_PATH: Final = agent_path(FACT_PATH)
-AGENT_FACTS_PATH: Final = agent_path(FACTS_PATH)
-AGENT_EPISODES_PATH: Final = agent_path(EPISODES_PATH)
-AGENT_EPISODE_PATH: Final = agent_path(EPISODE_PATH)
-AGENT_RECORDS_PATH: Final = agent_path(RECORDS_PATH)
-AGENT_RECORD_PATH: Final = agent_path(RECORD_PATH)
-AGENT_DELETION_PATH: Final = agent_path(DELETION_PATH)
-AGENT_QUERY_PATH: Final = agent_path(QUERY_PATH)
-AGENT_CONTEXT_PATH: Final = agent_path(CONTEXT_PATH)
+AGENT_JOB_PATH: Final = agent_path(JOBS_PATH) + "/{job_id}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +54,7 @@ class Route:
     function: ApiFunctionName
 
 
-ROUTES: Final[tuple[Route, ...]] = (
+_USER_ROUTES: Final[tuple[Route, ...]] = (
     Route("GET", HEALTH_PATH, "get_memory"),
     Route("GET", OPENAPI_PATH, "get_memory"),
     Route("GET", MEMORY_PATH, "get_memory"),
@@ -88,23 +76,17 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("DELETE", FACT_PATH, "ingest"),
     Route("DELETE", RECORD_PATH, "ingest"),
     Route("DELETE", EPISODE_PATH, "ingest"),
-    Route("GET", AGENT_MEMORY_PATH, "get_memory"),
-    Route("GET", AGENT_HISTORY_PATH, "get_memory"),
-    Route("GET", AGENT_EXPORT_PATH, "get_memory"),
-    Route("GET", AGENT_JOBS_PATH, "get_memory"),
+)
+# Every route of a user's memory, in an agent's scope too (docs/api.md "Agent scopes"), and the
+# agent's job.
+ROUTES: Final[tuple[Route, ...]] = (
+    *_USER_ROUTES,
+    *(
+        Route(r.method, agent_path(r.path), r.function)
+        for r in _USER_ROUTES
+        if r.path.startswith(MEMORY_PATH)
+    ),
     Route("GET", AGENT_JOB_PATH, "get_memory"),
-    Route("GET", AGENT_FACTS_PATH, "get_memory"),
-    Route("GET", AGENT_EPISODES_PATH, "get_memory"),
-    Route("GET", AGENT_RECORDS_PATH, "get_memory"),
-    Route("GET", AGENT_DELETION_PATH, "get_memory"),
-    Route("POST", AGENT_QUERY_PATH, "recall"),
-    Route("POST", AGENT_CONTEXT_PATH, "recall"),
-    Route("POST", AGENT_MEMORY_PATH, "ingest"),
-    Route("PUT", AGENT_MEMORY_PATH, "ingest"),
-    Route("DELETE", AGENT_MEMORY_PATH, "ingest"),
-    Route("DELETE", AGENT_FACT_PATH, "ingest"),
-    Route("DELETE", AGENT_RECORD_PATH, "ingest"),
-    Route("DELETE", AGENT_EPISODE_PATH, "ingest"),
 )
 
 

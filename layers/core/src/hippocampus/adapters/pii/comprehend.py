@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from hippocampus.adapters import aws_clients
-from hippocampus.adapters.pii.spans import without_overlaps
+from hippocampus.adapters.pii.spans import digits_of, without_overlaps
 from hippocampus.contracts.pii import PiiKind, PiiSpan
 
 # Read as 100,000 bytes, the smaller reading of "100 KB".
@@ -98,7 +98,7 @@ def _canonical(kind: PiiKind, written: str) -> str:
         case "EMAIL":
             return collapsed.lower()
         case "PHONE" | "CARD" | "SSN":
-            return "".join(char for char in written if char.isdigit()) or collapsed
+            return digits_of(written) or collapsed
         case "IBAN":
             return _IBAN_SEPARATORS.sub("", written).upper()
         case _:

@@ -29,7 +29,7 @@ import phonenumbers
 from stdnum import iban, luhn
 from stdnum.us import ssn
 
-from hippocampus.adapters.pii.spans import without_overlaps
+from hippocampus.adapters.pii.spans import digits_of, without_overlaps
 from hippocampus.contracts.pii import PiiKind, PiiSpan
 
 # The order in which overlapping candidates are kept: the kinds with a checksum or a fixed shape
@@ -169,7 +169,7 @@ def _card_in(text: str, groups: list[tuple[int, int]]) -> PiiSpan | None:
     for first in range(len(groups)):
         for last in range(len(groups) - 1, first - 1, -1):
             start, end = groups[first][0], groups[last][1]
-            digits = _digits(text[start:end])
+            digits = digits_of(text[start:end])
             if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and _has_issuer_prefix(digits):
                 return PiiSpan("CARD", start, end, digits)
     return None
@@ -185,9 +185,9 @@ def _has_issuer_prefix(digits: str) -> bool:
 def _ssn_spans(text: str) -> Iterator[PiiSpan]:
     for match in _SSN_DASHED.finditer(text):
         if ssn.is_valid(match.group()):
-            yield PiiSpan("SSN", match.start(), match.end(), _digits(match.group()))
+            yield PiiSpan("SSN", match.start(), match.end(), digits_of(match.group()))
     for match in _SSN_UNDASHED.finditer(text):
-        digits = _digits(match.group())
+        digits = digits_of(match.group())
         if ssn.is_valid(digits) and _SSN_CONTEXT.search(_before(text, match.start())):
             yield PiiSpan("SSN", match.start(), match.end(), digits)
 
@@ -216,7 +216,3 @@ def _ip_span(written: str, start: int) -> Iterator[PiiSpan]:
 
 def _before(text: str, start: int) -> str:
     return text[max(0, start - _CONTEXT_CHARS) : start]
-
-
-def _digits(written: str) -> str:
-    return "".join(char for char in written if char.isdigit())

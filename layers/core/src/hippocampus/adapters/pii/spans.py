@@ -18,3 +18,8 @@ def without_overlaps(ranked: Iterable[PiiSpan]) -> list[PiiSpan]:
         starts.insert(at, span.start)
         kept.insert(at, span)
     return kept
+
+
+def digits_of(written: str) -> str:
+    """A number as written (`4111 1111-…`, `(415) 555…`) reduced to its digits: its canonical value."""
+    return "".join(char for char in written if char.isdigit())

@@ -15,13 +15,11 @@ from hippocampus.contracts.budgets import (
     DailyUsage,
     Deferral,
     DeferralStore,
-    DeferredEntry,
     TokenBudgets,
     UsageStore,
     accepted_order,
     utc_day,
 )
-from hippocampus.contracts.models import CondenseMessage
 from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.condense.episodes import episode_of
 from hippocampus.domain.condense.live_items import LiveItem
@@ -57,11 +55,18 @@ class BudgetGate:
         ledger = self._deferrals.user_entries(first.tenant_id, first.user_id)
         spent = self.spent(first.tenant_id)
         condensing = {entry.queued.message.job_id for entry in live}
-        held = [entry for entry in live if spent or _behind(entry.queued.message, ledger, condensing)]
+        # The oldest parked turn of the user not being condensed now: a turn accepted after it waits.
+        oldest = min(
+            (accepted_order(e.message) for e in ledger if e.message.job_id not in condensing), default=None
+        )
+        held: list[LiveItem] = []
+        admitted: list[LiveItem] = []
+        for entry in live:
+            behind = oldest is not None and oldest < accepted_order(entry.queued.message)
+            (held if spent or behind else admitted).append(entry)
         if held:
             self._park(held, generation, spent)
         ledger_jobs = {entry.message.job_id for entry in ledger}
-        admitted = [entry for entry in live if entry not in held]
         return Admitted(admitted, frozenset(e.queued.message.job_id for e in admitted) & ledger_jobs)
 
     def spent(self, tenant_id: str) -> bool:
@@ -98,11 +103,3 @@ class BudgetGate:
         record_tenant_deferred(first.tenant_id, len(held))
         reason = "token budget spent" if spent else "behind the user's parked turns"
         logger.info("turns deferred", extra={"jobs": len(held), "reason": reason})
-
-
-def _behind(message: CondenseMessage, ledger: Sequence[DeferredEntry], condensing: set[str]) -> bool:
-    """Whether a parked turn of the user, accepted before `message`, is not being condensed now."""
-    return any(
-        accepted_order(entry.message) < accepted_order(message) and entry.message.job_id not in condensing
-        for entry in ledger
-    )

@@ -82,13 +82,12 @@ class ItemContents:
         with self._tracing.span("pii.mask", tenant_id=first.tenant_id, job_id=first.job_id):
             masked = masker.mask_items(scope, [entry.content for entry in live])
         # Before any model sees the items: from here on the archive holds them masked.
-        self._replace(
-            _by_payload(
-                (entry.queued.message, item.model_dump(mode="json"))
-                for entry, item in zip(live, masked, strict=True)
-                if item != entry.content and _still_valid(item)
-            )
-        )
+        changed = [
+            (entry.queued.message, item.model_dump(mode="json"))
+            for entry, item in zip(live, masked, strict=True)
+            if item != entry.content
+        ]
+        self._replace(_by_payload((message, dumped) for message, dumped in changed if _still_valid(dumped)))
         return [LiveItem(entry.queued, item) for entry, item in zip(live, masked, strict=True)]
 
     def _replace(self, places: dict[str, dict[int, Mapping[str, Any] | None]]) -> None:
@@ -119,13 +118,13 @@ def _by_payload(
     return grouped
 
 
-def _still_valid(item: IngestItem) -> bool:
+def _still_valid(item: Mapping[str, Any]) -> bool:
     """Whether a masked item is still within the limits of an accepted one (a placeholder may be a
     few characters longer than its value): only then does it replace the original in the archive,
     which is read back with those limits. One that grew past them keeps its original there, masked
     again when read, until its job completes and its place is erased."""
     try:
-        IngestItem.model_validate(item.model_dump(mode="json"))
+        IngestItem.model_validate(item)
     except ValidationError:
         return False
     return True

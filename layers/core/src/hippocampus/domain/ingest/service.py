@@ -42,6 +42,7 @@ from hippocampus.domain.clock import Clock, utc_now
 from hippocampus.domain.ingest.fact_writes import FactWriter
 from hippocampus.domain.jobs import content_hash, job_id_for, new_job
 from hippocampus.domain.privacy.masking import Masker, UserScope
+from hippocampus.domain.scopes import agent_listed
 from hippocampus.observability import MetricName, logger, record_metric
 
 
@@ -138,15 +139,11 @@ class IngestService:
             part = self._ingest_scope(tenant_id, user, routed, request_id, request.upsert)
             jobs |= dict(zip(shared, part.jobs, strict=True))
         if private:
-            # Listed before the scope is written, so a delete of the user that starts from now on
-            # finds it; and again after, should a delete that read the listing meanwhile unlist it
-            # (its token renewed, a delete that read it before leaves it: contracts/scopes.py).
-            self._agents.register(tenant_id, user, agent_id)
-            part = self._ingest_scope(
-                tenant_id, user_id, [items[i] for i in private], request_id, request.upsert
-            )
+            with agent_listed(self._agents, tenant_id, user_id):
+                part = self._ingest_scope(
+                    tenant_id, user_id, [items[i] for i in private], request_id, request.upsert
+                )
             jobs |= dict(zip(private, part.jobs, strict=True))
-            self._agents.register(tenant_id, user, agent_id)
         return JobsResponse(jobs=[jobs[i] for i in range(len(items))])
 
     def _ingest_scope(

@@ -38,6 +38,7 @@ from hippocampus.domain.ingest.fact_writes import Backoff
 from hippocampus.domain.privacy.masking import Masker, UserScope
 from hippocampus.domain.reads.receipts import Deletion, issue_receipt
 from hippocampus.domain.reads.service import MemoryRead, memory_body
+from hippocampus.domain.scopes import agent_listed
 from hippocampus.observability import MetricName, record_metric
 
 
@@ -81,15 +82,8 @@ class EditService:
             )
         text = memory.strip()
         self._check_budget(text)
-        self._list_agent(tenant_id, user_id)
-        read = self._put_memory(tenant_id, user_id, text, expected_version)
-        self._list_agent(tenant_id, user_id)  # again: see domain/ingest/service.py
-        return read
-
-    def _list_agent(self, tenant_id: str, user_id: str) -> None:
-        user, agent_id = split_scope(user_id)
-        if agent_id is not None and self._agents is not None:
-            self._agents.register(tenant_id, user, agent_id)
+        with agent_listed(self._agents, tenant_id, user_id):
+            return self._put_memory(tenant_id, user_id, text, expected_version)
 
     def _put_memory(self, tenant_id: str, user_id: str, text: str, expected_version: int) -> MemoryRead:
         with self._tracing.span("dynamodb.read_memory", tenant_id=tenant_id):
@@ -139,16 +133,20 @@ class EditService:
         erases the rest, and its receipt counts what it erased."""
         requested_at = self._clock()
         user, agent_id = split_scope(user_id)
-        # One agent's delete reads its listing before its tombstone; a user's, every listing after
-        # the user's tombstone, when every agent's write that began before it has listed its agent.
-        # A listing renewed meanwhile (a write that came after) stays: domain/ingest/service.py.
-        listed = self._listed(tenant_id, user, agent_id)
-        generation, counts = self._erase_scope(tenant_id, user_id)
-        if agent_id is None and self._agents is not None:
-            listed = self._agents.listed(tenant_id, user)
+        # A listing renewed after the delete read it (a write that came after) stays for the next
+        # delete (contracts/scopes.py, domain/ingest/service.py).
+        if agent_id is None:
+            generation, counts = self._erase_scope(tenant_id, user_id)
+            # Read after the user's tombstone: every agent's write that began before it is listed.
+            listed = self._agents.listed(tenant_id, user) if self._agents is not None else {}
             for agent in listed:
                 counts = counts.plus(self._erase_scope(tenant_id, agent_scope(user, agent))[1])
             counts.dynamodb.agent_scopes = len(listed)
+        else:
+            # Read before the agent's tombstone.
+            everyone = self._agents.listed(tenant_id, user) if self._agents is not None else {}
+            listed = {agent_id: everyone[agent_id]} if agent_id in everyone else {}
+            generation, counts = self._erase_scope(tenant_id, user_id)
         if self._agents is not None and listed:
             self._agents.unregister(tenant_id, user, listed)
         record_metric(MetricName.DELETES)
@@ -156,14 +154,6 @@ class EditService:
         deletion = Deletion(tenant_id, user_id, scope, None, generation, requested_at)
         with self._tracing.span("dynamodb.put_receipt", tenant_id=tenant_id):
             return issue_receipt(self._receipts, deletion, counts, self._clock())
-
-    def _listed(self, tenant_id: str, user: str, agent_id: str | None) -> dict[str, str]:
-        """An agent's listing (with its token), for the delete of that agent's scope."""
-        if agent_id is None or self._agents is None:
-            return {}
-        return {
-            agent: token for agent, token in self._agents.listed(tenant_id, user).items() if agent == agent_id
-        }
 
     def _erase_scope(self, tenant_id: str, user_id: str) -> tuple[int, ErasedCounts]:
         """The tombstone first (every queued item of the old generation is then skipped), then the
