@@ -70,13 +70,19 @@ def browser() -> Iterator[Any]:
 
 
 def wait_until(driver: Any, condition: Any, what: str) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
     status = lambda: driver.find_element("id", "status").text  # noqa: E731 - read on failure only
+    # A list the page re-renders between finding a node and reading its text leaves a stale node:
+    # the next poll reads the new one.
+    waiting = WebDriverWait(
+        driver, WAIT_S, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+    )
     try:
-        return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition)
+        return waiting.until(condition)
     except Exception as error:
-        raise AssertionError(f"waited {WAIT_S} s for {what}; the page says: {status()!r}") from error
+        raise AssertionError(f"waited up to {WAIT_S} s for {what}; the page says: {status()!r}") from error
 
 
 def texts(driver: Any, selector: str) -> list[str]:
