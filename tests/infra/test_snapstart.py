@@ -152,6 +152,8 @@ spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions"
 handler = importlib.util.module_from_spec(spec); spec.loader.exec_module(handler)
 before = list(created)
 model_before = "tokenizers" in sys.modules  # the offline model's tokenizer: imported when it loads
+resolver = "aws_lambda_powertools.event_handler.api_gateway"
+resolver_before = resolver in sys.modules
 for hook in hooks:
     hook()  # a request would fail: nothing listens at the endpoint
 import random
@@ -160,6 +162,7 @@ for hook in restore_hooks:
     hook()  # each restored environment reseeds: no two share the snapshot's random sequence
 print(json.dumps({{"before": before, "primed": created[len(before):],
                   "model": model_before is False and "tokenizers" in sys.modules,
+                  "resolver": resolver in sys.modules, "resolver_at_import": resolver_before,
                   "reseeded": len(restore_hooks) == 1 and random.getstate() != snapshot_state}}))
 """
     environment = {
@@ -176,9 +179,12 @@ print(json.dumps({{"before": before, "primed": created[len(before):],
         [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True
     )
     # The offline model loaded too where the function embeds queries (recall): nothing is sent.
+    # get_memory's resolver, which its fast lane leaves for later, is built before the snapshot.
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "before": [],
         "primed": services,
         "model": model,
+        "resolver": True,
+        "resolver_at_import": function == "recall",
         "reseeded": True,
     }

@@ -150,6 +150,33 @@ print(",".join(heavy))
     assert result.stdout.strip() == ""
 
 
+def test_a_memory_read_from_a_cold_start_loads_neither_pydantic_nor_the_resolver():
+    # The fast lane's point (docs/architecture.md "The memory read's fast lane"): pydantic and the
+    # resolver cost most of get_memory's cold start. The table answers from a stub client.
+    script = f"""
+import json, os, sys
+os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
+                  AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
+import importlib.util
+spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/get_memory/handler.py")!r})
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+from hippocampus.adapters import aws_clients
+class Stub:
+    def query(self, **request): return {{"Items": []}}
+aws_clients._clients["dynamodb"] = Stub()
+class Context:
+    function_name = "get_memory"; memory_limit_in_mb = 1024; aws_request_id = "r"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:get_memory"
+event = json.loads(open({str(ROOT / "events/api_get_memory.json")!r}).read())
+answer = module.lambda_handler(event, Context())
+assert answer["statusCode"] == 200, answer
+print("loaded:" + ",".join(sorted(m for m in sys.modules if m.split(".")[0] == "pydantic"
+                                  or m.startswith("aws_lambda_powertools.event_handler"))))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "loaded:"  # after the metrics' log line
+
+
 def test_recall_import_with_offline_embeddings_loads_no_sdk_no_write_path_and_no_idempotency():
     # The recall function has neither the xray nor (with offline embeddings) the llm layer: its
     # cold start and its first query embedding must not need them, nor anything of the write path.

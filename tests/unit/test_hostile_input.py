@@ -21,7 +21,7 @@ from hippocampus.api import direct, read_routes, recall_routes, write_routes
 from hippocampus.api.entry import LambdaHandler
 from hippocampus.api.resolver import build_resolver
 from hippocampus.contracts import routes
-from hippocampus.contracts.ports import MemoryState
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.prompt_format import (
     NEW_CONTENT_BEGIN,
     NEW_CONTENT_END,

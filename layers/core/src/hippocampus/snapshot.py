@@ -7,9 +7,12 @@ runtime (tests, the local stack) `snapshot_restore_py` is absent and nothing is 
 
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hippocampus.adapters import aws_clients
-from hippocampus.contracts.ports import Embedder
+
+if TYPE_CHECKING:  # the ports' module loads the models, which get_memory's fast lane never does
+    from hippocampus.contracts.ports import Embedder
 
 # Providers whose model runs in the function: embedding a text before the snapshot sends nothing.
 IN_PROCESS_EMBEDDINGS = ("offline", "hashed")
@@ -27,7 +30,7 @@ def prime_clients(*services: str) -> Callable[[], None]:
     return prime
 
 
-def prime_embedder(embedder: Embedder | None) -> Callable[[], None]:
+def prime_embedder(embedder: "Embedder | None") -> Callable[[], None]:
     """The offline model's tokenizer and token table loaded (~50 ms of the first query otherwise);
     nothing for a provider behind an API, whose first call would be a request."""
 
@@ -38,8 +41,8 @@ def prime_embedder(embedder: Embedder | None) -> Callable[[], None]:
     return prime
 
 
-def around_snapshot(*primes: Callable[[], None]) -> None:
-    """Each of `primes` before the snapshot; after each restore, a seed of its own for `random`."""
+def around_snapshot(*primes: Callable[[], object]) -> None:
+    """Each of `primes` before the snapshot (what one returns is dropped); after each restore, a seed of its own for `random`."""
     try:  # part of the Lambda Python runtime, which calls the hooks only around a snapshot
         from snapshot_restore_py import (  # type: ignore[import-not-found]
             register_after_restore,

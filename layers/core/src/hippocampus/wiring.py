@@ -6,36 +6,33 @@ handlers from the same `api` factories with fakes instead (tests/support/fakes.p
 `reset()` to rebuild from another environment.
 """
 
+import os
 from collections.abc import Callable
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 from hippocampus.adapters import aws_clients
-from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
-from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
-from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
-from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
-from hippocampus.adapters.dynamodb_records import DynamoRecordStore
+from hippocampus.adapters.dynamodb_memory_items import read_stored_memory
 from hippocampus.adapters.dynamodb_table import Table
-from hippocampus.adapters.s3 import S3Archive
 from hippocampus.adapters.tracing import make_tracing
-from hippocampus.api import read_routes
-from hippocampus.api.entry import LambdaHandler, api_function
-from hippocampus.api.openapi import router as openapi_router
-from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S
-from hippocampus.domain.reads.export import ExportService
-from hippocampus.domain.reads.lists import ListService
-from hippocampus.domain.reads.receipts import ReceiptService
-from hippocampus.domain.reads.records import RecordService
-from hippocampus.domain.reads.service import ReadService
-from hippocampus.domain.reads.usage import UsageService
-from hippocampus.settings import get_settings
+from hippocampus.api.memory_lane import MemoryLane, memory_lane_function
+from hippocampus.api.observed import LambdaHandler
+from hippocampus.contracts.errors import ConfigurationError
+from hippocampus.contracts.names import RECALL_EMBEDDING_TIMEOUT_S, TracingMode
 
+# Imported where they are built: get_memory's cold start loads only what its fast lane needs
+# (docs/architecture.md "The memory read's fast lane").
 if TYPE_CHECKING:
     from hippocampus.adapters.dynamodb_agents import DynamoDbAgentRegistry
     from hippocampus.adapters.dynamodb_budgets import DynamoDeferralStore, DynamoUsageStore
+    from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
+    from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
+    from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
+    from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
+    from hippocampus.adapters.dynamodb_records import DynamoRecordStore
     from hippocampus.adapters.eventbridge import EventBridgePublisher
+    from hippocampus.adapters.s3 import S3Archive
     from hippocampus.api.idempotency import IdempotentIngest
     from hippocampus.api.queue_batch import CondenserHandler
     from hippocampus.api.stream_batch import StreamHandler
@@ -48,13 +45,27 @@ if TYPE_CHECKING:
     from hippocampus.domain.ingest.service import IngestService
     from hippocampus.domain.privacy.masking import Masker
     from hippocampus.domain.reads.edits import EditService
+    from hippocampus.domain.reads.export import ExportService
     from hippocampus.domain.reads.forget_episode import EpisodeForgetter
+    from hippocampus.domain.reads.lists import ListService
+    from hippocampus.domain.reads.receipts import ReceiptService
+    from hippocampus.domain.reads.records import RecordService
+    from hippocampus.domain.reads.service import ReadService
+    from hippocampus.domain.reads.usage import UsageService
     from hippocampus.domain.recall.indexing import Indexer
     from hippocampus.domain.recall.service import RecallService
+    from hippocampus.settings import Settings
 
 Built = TypeVar("Built")
 # What this process has built: `reset()` forgets all of it at once.
 _BUILT: list[Any] = []
+
+
+def get_settings() -> "Settings":
+    """The process-wide settings (hippocampus.settings), imported on first need."""
+    from hippocampus.settings import get_settings as parsed
+
+    return parsed()
 
 
 def once(factory: "Callable[[], Built]") -> "Callable[[], Built]":
@@ -76,38 +87,52 @@ def _table() -> Table:
 
 
 @once
-def memory_store() -> DynamoMemoryStore:
+def memory_store() -> "DynamoMemoryStore":
+    from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore
+
     settings = get_settings()
     return DynamoMemoryStore(_table(), settings.ttl_days, settings.job_retention_days)
 
 
 @once
-def job_store() -> DynamoJobStore:
+def job_store() -> "DynamoJobStore":
+    from hippocampus.adapters.dynamodb_jobs import DynamoJobStore
+
     return DynamoJobStore(_table(), get_settings().job_retention_days)
 
 
 @once
-def episode_store() -> DynamoEpisodeStore:
+def episode_store() -> "DynamoEpisodeStore":
+    from hippocampus.adapters.dynamodb_episodes import DynamoEpisodeStore
+
     return DynamoEpisodeStore(_table(), get_settings().job_retention_days)
 
 
 @once
-def record_store() -> DynamoRecordStore:
+def record_store() -> "DynamoRecordStore":
+    from hippocampus.adapters.dynamodb_records import DynamoRecordStore
+
     return DynamoRecordStore(_table())
 
 
 @once
-def receipt_store() -> DynamoReceiptStore:
+def receipt_store() -> "DynamoReceiptStore":
+    from hippocampus.adapters.dynamodb_receipts import DynamoReceiptStore
+
     return DynamoReceiptStore(_table())
 
 
 @once
-def receipt_service() -> ReceiptService:
+def receipt_service() -> "ReceiptService":
+    from hippocampus.domain.reads.receipts import ReceiptService
+
     return ReceiptService(receipt_store(), _read_tracing())
 
 
 @once
-def archive() -> S3Archive:
+def archive() -> "S3Archive":
+    from hippocampus.adapters.s3 import S3Archive
+
     return S3Archive(get_settings().require("bucket_name"), lambda: aws_clients.client("s3"))
 
 
@@ -118,12 +143,16 @@ def _read_tracing() -> "Tracing":
 
 
 @once
-def read_service() -> ReadService:
+def read_service() -> "ReadService":
+    from hippocampus.domain.reads.service import ReadService
+
     return ReadService(memory_store(), job_store(), archive(), _read_tracing())
 
 
 @once
-def export_service() -> ExportService:
+def export_service() -> "ExportService":
+    from hippocampus.domain.reads.export import ExportService
+
     return ExportService(
         memory_store(),
         job_store(),
@@ -136,12 +165,16 @@ def export_service() -> ExportService:
 
 
 @once
-def record_service() -> RecordService:
+def record_service() -> "RecordService":
+    from hippocampus.domain.reads.records import RecordService
+
     return RecordService(memory_store(), record_store(), _read_tracing(), receipt_store())
 
 
 @once
-def list_service() -> ListService:
+def list_service() -> "ListService":
+    from hippocampus.domain.reads.lists import ListService
+
     return ListService(memory_store(), episode_store(), job_store(), _read_tracing())
 
 
@@ -281,7 +314,9 @@ def deferral_store() -> "DynamoDeferralStore":
 
 
 @once
-def usage_service() -> UsageService:
+def usage_service() -> "UsageService":
+    from hippocampus.domain.reads.usage import UsageService
+
     return UsageService(get_settings().token_budgets, usage_store(), deferral_store())
 
 
@@ -346,9 +381,22 @@ def consolidation_service() -> "ConsolidationService":
 
 
 def get_memory_handler() -> LambdaHandler:
-    """The read function: memory, history, jobs, health, OpenAPI (over HTTP and directly)."""
-    get_settings()  # a bad configuration fails the cold start, naming the variable
-    return api_function(
+    """The read function: a user's memory by the fast lane (api/memory_lane.py); history, jobs,
+    lists, exports, health and OpenAPI, over HTTP and directly, by `read_api`, built on first need."""
+    table = Table(_lane_setting("table_name"), lambda: aws_clients.client("dynamodb"))
+    tracing = make_tracing(_lane_tracing_mode(), allow_xray_sdk=False)
+    return memory_lane_function(MemoryLane(partial(read_stored_memory, table), tracing, read_api))
+
+
+@once
+def read_api() -> LambdaHandler:
+    """get_memory's routes through the resolver; a bad configuration fails here, naming the variable."""
+    from hippocampus.api import read_routes
+    from hippocampus.api.entry import api_serving
+    from hippocampus.api.openapi import router as openapi_router
+
+    get_settings()
+    return api_serving(
         [read_routes.router, openapi_router],
         {
             read_routes.read_service: read_service,
@@ -361,9 +409,32 @@ def get_memory_handler() -> LambdaHandler:
     )
 
 
+def _lane_setting(field: str) -> str:
+    """A setting of the memory read's fast lane, read from the environment as hippocampus.settings
+    reads it (MEMORY_<FIELD>, any case) but without its model: pydantic would cost the lane's cold
+    start about 50 ms. `read_api` validates every setting when it is built."""
+    variable = f"MEMORY_{field.upper()}"
+    value = next((v for name, v in os.environ.items() if name.upper() == variable), "")  # noqa: TID251
+    if field == "table_name" and not value:
+        raise ConfigurationError(f"{variable} must be set for this function")
+    return value
+
+
+def _lane_tracing_mode() -> TracingMode:
+    """MEMORY_TRACING for the lane: "otel" gives its spans; "xray" (the default in Lambda) and "off"
+    give none on the read path (adapters/tracing.py)."""
+    mode = _lane_setting("tracing") or "off"
+    modes: tuple[TracingMode, ...] = get_args(TracingMode)
+    for known in modes:
+        if mode == known:
+            return known
+    raise ConfigurationError(f"invalid configuration: MEMORY_TRACING: must be one of {', '.join(modes)}")
+
+
 def ingest_handler() -> LambdaHandler:
     """The write function: ingest, replace, forget, delete a fact (over HTTP and directly)."""
     from hippocampus.api import write_routes
+    from hippocampus.api.entry import api_function
 
     get_settings().require("queue_url")
     masker()  # with MEMORY_PII=mask, a detector that cannot load fails the cold start
@@ -381,6 +452,7 @@ def ingest_handler() -> LambdaHandler:
 def recall_handler() -> LambdaHandler:
     """The recall function: query a user's memory, the context block (over HTTP and directly)."""
     from hippocampus.api import recall_routes
+    from hippocampus.api.entry import api_function
 
     get_settings().require("table_name")
     query_embedder()  # a bad embedding configuration fails the cold start, naming the variable
@@ -459,7 +531,9 @@ def events_handler() -> "StreamHandler":
 
 def reset() -> None:
     """Forget everything built (tests switch environments and endpoints)."""
+    from hippocampus.settings import get_settings as parsed
+
     for cached in _BUILT:
         cached.cache_clear()
-    get_settings.cache_clear()
+    parsed.cache_clear()
     aws_clients.reset_clients()

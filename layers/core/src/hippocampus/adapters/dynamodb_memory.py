@@ -1,9 +1,7 @@
 """MemoryStore on the DynamoDB table: the summary item, the facts (and their counts) and the
 tombstone of each user."""
 
-import json
 from collections.abc import Collection
-from datetime import datetime
 from itertools import batched
 from typing import Any, Final
 
@@ -16,12 +14,12 @@ from hippocampus.adapters.dynamodb_items import (
     decoded,
     decoded_all,
     generation_of,
-    is_expired,
     read_generation,
     with_prefix,
 )
 from hippocampus.adapters.dynamodb_job_creation import job_put
 from hippocampus.adapters.dynamodb_jobs import job_update
+from hippocampus.adapters.dynamodb_memory_items import fact_fields, memory_and_fact_items, memory_state
 from hippocampus.adapters.dynamodb_records import record_put, record_rewrite, record_sk
 from hippocampus.adapters.dynamodb_table import (
     DAY_S,
@@ -47,12 +45,13 @@ from hippocampus.adapters.dynamodb_table import (
 )
 from hippocampus.adapters.vector_codec import VECTOR_MODEL_ATTRIBUTE
 from hippocampus.contracts.fact_ports import FactCommit, FactCounts, FactLedger, FactRemoval, StoredFact
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import Fact
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.names import USERS_INDEX_NAME, USERS_INDEX_PARTITION_KEY, USERS_INDEX_SORT_KEY
-from hippocampus.contracts.ports import MemoryState, MemoryWrite
+from hippocampus.contracts.ports import MemoryWrite
 from hippocampus.contracts.receipts import EpisodeErasure, MemoryErasure, VectorsErased
 from hippocampus.contracts.records import EpisodeForget
 
@@ -73,16 +72,8 @@ class DynamoMemoryStore:
         pk = user_pk(tenant_id, user_id)
         if not with_facts:
             return self.memory_state(self._get_memory_item(pk)), []
-        state, facts = self.memory_and_fact_items(pk)
+        state, facts = memory_and_fact_items(self._table, pk)
         return state, [fact_of(item) for item in facts]
-
-    def memory_and_fact_items(self, pk: str) -> tuple[MemoryState, list[Item]]:
-        """The memory's state and its current facts as stored (recall also reads their vectors),
-        in one Query from `FACT#…` to `MEMORY`: it never touches the episodes (before) nor the
-        records (after)."""
-        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX, sk_to=MEMORY_SK))
-        state = self.memory_state(next((item for item in items if item[SK] == MEMORY_SK), None))
-        return state, self._current_facts(items, state.generation)
 
     def _current_facts(self, items: list[Item], generation: int) -> list[Item]:
         return current(with_prefix(items, FACT_PREFIX), generation, self._table.epoch())
@@ -315,33 +306,8 @@ class DynamoMemoryStore:
         return decoded(raw) if raw else None
 
     def memory_state(self, item: Item | None) -> MemoryState:
-        if not item:
-            return MemoryState()
-        if is_expired(item, self._table.epoch()) or "memory" not in item:
-            return MemoryState(
-                generation=generation_of(item),
-                episode_count=item.get(EPISODE_COUNT, 0),
-                version_floor=item.get("version", 0),
-            )
-        updated_at = item.get("updated_at")
-        return MemoryState(
-            memory=str(item["memory"]),
-            version=item.get("version", 0),
-            word_count=item.get("word_count", 0),
-            updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
-            generation=generation_of(item),
-            episode_count=item.get(EPISODE_COUNT, 0),
-        )
+        return memory_state(item, self._table.epoch())
 
 
 def fact_of(item: Item) -> Fact:
-    return Fact(
-        id=item["id"],
-        text=item["text"],
-        metadata=json.loads(item.get("metadata") or "{}"),
-        additional_metadata=json.loads(item.get("additional_metadata") or "{}"),
-        # Facts written before titles existed hold neither attribute.
-        title=item.get("title"),
-        is_markdown=bool(item.get("is_markdown", False)),
-        updated_at=datetime.fromisoformat(item["updated_at"]),
-    )
+    return Fact(**fact_fields(item))

@@ -28,9 +28,9 @@ from hippocampus.adapters.dynamodb_table import (
 )
 from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
-from hippocampus.contracts.ports import MemoryState
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
 
 

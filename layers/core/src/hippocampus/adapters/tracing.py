@@ -8,11 +8,13 @@ path (get_memory) must start fast, and in the default `xray` mode it needs neith
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hippocampus.adapters.trace_header import Annotation, HeaderSource, lambda_trace_header
 from hippocampus.contracts.names import TracingMode
-from hippocampus.contracts.ports import Tracing
+
+if TYPE_CHECKING:  # the port's module loads the models: the memory read's fast lane never does
+    from hippocampus.contracts.ports import Tracing
 
 
 class NoTracing:
@@ -88,7 +90,7 @@ class XRayTracing:
         return nullcontext()
 
 
-def make_tracing(mode: TracingMode, *, allow_xray_sdk: bool = True) -> Tracing:
+def make_tracing(mode: TracingMode, *, allow_xray_sdk: bool = True) -> "Tracing":
     """The `Tracing` adapter for `MEMORY_TRACING`.
 
     `allow_xray_sdk=False` is for the read path (get_memory): its cold start must never pay for

@@ -9,9 +9,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from hippocampus.api import openapi_responses as documented
 from hippocampus.api.dependencies import unwired
+from hippocampus.api.etags import version_of_etag
 from hippocampus.api.idempotency import IdempotentIngest
 from hippocampus.api.params import EpisodeId, FactId, IdempotencyKey, IfMatch, RecordId, TenantId, UserId
-from hippocampus.api.responses import deleted, memory_response, receipt_headers, version_of_etag
+from hippocampus.api.responses import deleted, memory_response, receipt_headers
 from hippocampus.api.scoped_routes import scoped_route
 from hippocampus.contracts.errors import ValidationFailed
 from hippocampus.contracts.models import (

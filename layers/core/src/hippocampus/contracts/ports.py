@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from hippocampus.contracts.fact_ports import FactCommit, FactLedger, FactRemoval
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import (
     CondenseMessage,
     EpisodePlace,
@@ -102,27 +103,6 @@ class JobStore(Protocol):
         error: JobError | None = None,
         memory_version: int | None = None,
     ) -> None: ...
-
-
-@dataclass(frozen=True)
-class MemoryState:
-    """The summary item of one user, as read (version 0 = no summary)."""
-
-    memory: str | None = None
-    version: int = 0
-    word_count: int = 0
-    updated_at: datetime | None = None
-    generation: int = 0
-    # Episodes written since the last trim, at least (a hint: retries and TTL make it high).
-    episode_count: int = 0
-    # The last version of a summary a delete (or the memory TTL) emptied: versions go on after it,
-    # so none read before a delete ever matches after it (docs/api.md "Headers").
-    version_floor: int = 0
-
-    @property
-    def last_version(self) -> int:
-        """The version counter as stored: the next summary is `last_version + 1`."""
-        return max(self.version, self.version_floor)
 
 
 @dataclass(frozen=True)

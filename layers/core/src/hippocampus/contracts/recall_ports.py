@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
 
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import Episode, Fact
-from hippocampus.contracts.ports import MemoryState
 from hippocampus.contracts.records import MemoryRecord
 
 # How far back among a user's episodes the indexer looks for ones without a vector (a condensation

@@ -15,6 +15,7 @@ from functools import partial
 
 from hippocampus.contracts.budgets import DailyUsage
 from hippocampus.contracts.errors import ConditionFailed, ServiceError
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import HistoryVersion, JobError, JobStatus
 from hippocampus.contracts.names import (
     CONDENSATION_IO_MARGIN_S,
@@ -26,7 +27,6 @@ from hippocampus.contracts.ports import (
     ArchiveStore,
     EpisodeStore,
     JobStore,
-    MemoryState,
     MemoryStore,
     MemoryWrite,
     Tracing,

@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import CondenseMessage, IngestItem, JobError
-from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, Tracing
+from hippocampus.contracts.ports import ArchiveStore, JobStore, Tracing
 from hippocampus.domain.condense.queued import QueuedItem
 from hippocampus.domain.privacy.masking import Masker, UserScope
 from hippocampus.observability import MetricName, logger, record_metric

@@ -13,8 +13,9 @@ from hippocampus.contracts.errors import (
     VersionConflict,
 )
 from hippocampus.contracts.fact_ports import FactCounts, FactRemoval, Present
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import HistoryVersion
-from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, MemoryWrite, Tracing
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, MemoryWrite, Tracing
 from hippocampus.contracts.prompt_format import count_words
 from hippocampus.contracts.receipts import (
     ArchiveErasure,

@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from hippocampus.contracts.errors import ConditionFailed, NotFound, WriteConflict
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import Episode, ForgetResponse, HistoryVersion, Job
 from hippocampus.contracts.ports import (
     ArchiveStore,
     EpisodeStore,
     JobStore,
-    MemoryState,
     MemoryStore,
     Tracing,
 )

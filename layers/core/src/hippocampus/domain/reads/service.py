@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from hippocampus.contracts.errors import NotFound
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import (
     AgentMemoryBody,
     Fact,
@@ -11,7 +12,7 @@ from hippocampus.contracts.models import (
     MemoryBody,
     MemoryScopes,
 )
-from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryState, MemoryStore, Tracing
+from hippocampus.contracts.ports import ArchiveStore, JobStore, MemoryStore, Tracing
 from hippocampus.contracts.scopes import agent_scope, user_of
 from hippocampus.observability import MetricName, record_metric
 
