@@ -18,6 +18,9 @@ def test_a_plain_memory_read_is_the_lanes_with_its_decoded_ids_and_condition() -
     assert request.if_none_match is None
     conditional = plain_read(api_event("GET", MEMORY, headers={"if-none-match": 'W/"3"'}))
     assert conditional is not None and conditional.if_none_match == 'W/"3"'
+    # As Powertools reads headers: the multi-value map when the event has one.
+    both_maps = with_fields(headers={"If-None-Match": '"1"'}, multiValueHeaders={"If-None-Match": ['"2"']})
+    assert (plain := plain_read(both_maps)) is not None and plain.if_none_match == '"2"'
 
 
 def with_fields(**fields: Any) -> dict[str, Any]:
@@ -36,8 +39,11 @@ def with_fields(**fields: Any) -> dict[str, Any]:
         {"action": "get_memory", "tenant_id": "acme", "user_id": "alice"},  # a direct invoke
         ["not", "an", "event"],
         with_fields(requestContext=None),
+        with_fields(body=0),
+        with_fields(isBase64Encoded="true"),
+        with_fields(queryStringParameters=""),
+        with_fields(headers={"X-Num": 1}),
         with_fields(multiValueHeaders={"If-None-Match": ['"1"', '"2"']}),
-        with_fields(headers={"If-None-Match": '"1"'}, multiValueHeaders={"If-None-Match": ['"2"']}),
         with_fields(headers={"If-None-Match": 3}, multiValueHeaders=None),
         with_fields(headers=["If-None-Match"]),
     ],

@@ -383,7 +383,7 @@ def consolidation_service() -> "ConsolidationService":
 def get_memory_handler() -> LambdaHandler:
     """The read function: a user's memory by the fast lane (api/memory_lane.py); history, jobs,
     lists, exports, health and OpenAPI, over HTTP and directly, by `read_api`, built on first need."""
-    table = Table(_lane_setting("table_name"), lambda: aws_clients.client("dynamodb"))
+    table = Table(_lane_table_name(), lambda: aws_clients.client("dynamodb"))
     tracing = make_tracing(_lane_tracing_mode(), allow_xray_sdk=False)
     return memory_lane_function(MemoryLane(partial(read_stored_memory, table), tracing, read_api))
 
@@ -409,22 +409,28 @@ def read_api() -> LambdaHandler:
     )
 
 
-def _lane_setting(field: str) -> str:
+def _lane_setting(field: str) -> str | None:
     """A setting of the memory read's fast lane, read from the environment as hippocampus.settings
-    reads it (MEMORY_<FIELD>, any case) but without its model: pydantic would cost the lane's cold
-    start about 50 ms. `read_api` validates every setting when it is built."""
+    reads it (MEMORY_<FIELD>, any case, the last spelling winning) but without its model: pydantic
+    would cost the lane's cold start about 50 ms. `read_api` validates every setting when built."""
     variable = f"MEMORY_{field.upper()}"
-    value = next((v for name, v in os.environ.items() if name.upper() == variable), "")  # noqa: TID251
-    if field == "table_name" and not value:
-        raise ConfigurationError(f"{variable} must be set for this function")
-    return value
+    return {name.upper(): value for name, value in os.environ.items()}.get(variable)  # noqa: TID251
+
+
+def _lane_table_name() -> str:
+    name = _lane_setting("table_name")
+    if not name:
+        raise ConfigurationError("MEMORY_TABLE_NAME must be set for this function")
+    return name
 
 
 def _lane_tracing_mode() -> TracingMode:
     """MEMORY_TRACING for the lane: "otel" gives its spans; "xray" (the default in Lambda) and "off"
-    give none on the read path (adapters/tracing.py)."""
-    mode = _lane_setting("tracing") or "off"
+    give none on the read path (adapters/tracing.py); any other value fails as the settings do."""
+    mode = _lane_setting("tracing")
     modes: tuple[TracingMode, ...] = get_args(TracingMode)
+    if mode is None:
+        return "off"
     for known in modes:
         if mode == known:
             return known

@@ -8,20 +8,21 @@ start (README "Performance"). The lane answers the plain case of that one route 
 items, with the body, `ETag`, 304 and metrics the route gives, and imports none of that.
 
 Every other event goes to the full handler, built on first need: another route, an agent's read,
-a direct invoke, a query string or a body, an id the route would refuse, two `If-None-Match`
-headers, and a read that fails (the full handler reads again and answers in the error envelope).
-So every error still leaves through one place, and a test holds the lane's answers to the route's.
+a direct invoke, a query string or a body, an id the route would refuse, several `If-None-Match`
+values, an event the resolver's pre-check would refuse, a stored value the models would coerce or
+refuse, and a read that fails (the full handler reads again and answers in the error envelope).
+So every error still leaves through one place; tests/integration/test_memory_lane_moto.py holds
+the lane's answers and metrics to the route's.
 """
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import BotoCoreError, ClientError
 
 from hippocampus.api.etags import matches_any, memory_tag
 from hippocampus.api.observed import JSON, LambdaHandler, observed
@@ -64,54 +65,69 @@ def memory_lane_function(lane: MemoryLane) -> LambdaHandler:
 
 def plain_read(event: Any) -> _PlainRead | None:
     """The memory read `event` asks for when the lane can answer it as the route would; else None."""
-    if not isinstance(event, Mapping) or event.get("httpMethod") != "GET" or event.get("body"):
+    if not _well_formed(event) or event["httpMethod"] != "GET" or event.get("body"):
         return None
     if event.get("queryStringParameters") or event.get("multiValueQueryStringParameters"):
         return None
-    context, path = event.get("requestContext"), event.get("path")
-    if not isinstance(context, Mapping) or not isinstance(context.get("requestId"), str):
-        return None  # a proxy event sent by hand may be malformed: the full handler says how
-    ids = match_path(MEMORY_PATH, path) if isinstance(path, str) else None
-    if ids is None or not all(_IDENTIFIER.match(ids[name]) for name in ("tenant_id", "user_id")):
+    ids = match_path(MEMORY_PATH, event["path"])
+    if ids is None or not all(_IDENTIFIER.fullmatch(ids[name]) for name in ("tenant_id", "user_id")):
         return None
-    try:
-        condition = _condition(event)
-    except _NotPlain:
-        return None
+    # Powertools reads the multi-value map when the event has one, else the single-value map.
+    headers = event.get("multiValueHeaders") or event.get("headers") or {}
+    conditions = [value for name, value in headers.items() if name.lower() == _CONDITION]
+    if not conditions:
+        return _PlainRead(ids["tenant_id"], ids["user_id"], None)
+    condition = conditions[0]
+    if isinstance(condition, list):
+        condition = condition[0] if len(condition) == 1 else None
+    if len(conditions) > 1 or condition is None:
+        return None  # several values: the route decides what they mean
     return _PlainRead(ids["tenant_id"], ids["user_id"], condition)
 
 
-class _NotPlain(Exception):
-    """The event is not the plain memory read: the full handler answers it."""
+def _well_formed(event: Any) -> bool:
+    """The event has the shape the resolver's pre-check requires (api/request_checks.py `ProxyEvent`,
+    strict, and a string body); a malformed one is answered there, in the envelope."""
+    if not isinstance(event, dict):
+        return False
+    context = event.get("requestContext")
+    return (
+        isinstance(event.get("httpMethod"), str)
+        and isinstance(event.get("path"), str)
+        and isinstance(context, dict)
+        and isinstance(context.get("requestId"), str)
+        and isinstance(event.get("body"), str | None)
+        and isinstance(event.get("isBase64Encoded"), bool | None)
+        and all(_texts(event.get(field), several=False) for field in ("headers", "queryStringParameters"))
+        and all(_texts(event.get(field), several=True) for field in _MULTI_VALUE_FIELDS)
+    )
 
 
-def _condition(event: Mapping[str, Any]) -> str | None:
-    """The `If-None-Match` value of the event (None without one); _NotPlain unless it is one string,
-    the same in each header map that has it (several values, another type: the route decides then)."""
-    found: list[Any] = []
-    for field, several in (("headers", False), ("multiValueHeaders", True)):
-        headers = event.get(field) or {}
-        if not isinstance(headers, Mapping):
-            raise _NotPlain
-        values = [value for name, value in headers.items() if str(name).lower() == _CONDITION]
-        if several:
-            values = [value[0] if isinstance(value, list) and len(value) == 1 else None for value in values]
-        if len(values) > 1:
-            raise _NotPlain
-        found += values
-    if not found:
-        return None
-    if not all(isinstance(value, str) and value == found[0] for value in found):
-        raise _NotPlain
-    return str(found[0])
+_MULTI_VALUE_FIELDS = ("multiValueHeaders", "multiValueQueryStringParameters")
+
+
+def _texts(values: Any, *, several: bool) -> bool:
+    """None, or a map of strings to strings (to lists of strings when `several`)."""
+    if values is None:
+        return True
+    if not isinstance(values, dict):
+        return False
+    for name, value in values.items():
+        if not isinstance(name, str) or (several and not isinstance(value, list)):
+            return False
+        if not all(isinstance(item, str) for item in (value if several else [value])):
+            return False
+    return True
 
 
 def _answer(lane: MemoryLane, request: _PlainRead) -> JSON | None:
     try:
         with lane.tracing.span("dynamodb.read_memory", tenant_id=request.tenant_id):
             stored = lane.read(request.tenant_id, request.user_id)
-    except (BotoCoreError, ClientError):
-        return None  # read again by the full handler, which answers a lasting failure as the route does
+    except Exception:
+        return None  # it reads again: a throttled read gets a second round of botocore's retries
+    if not _as_the_models_take(stored):
+        return None
     record_metric(MetricName.MEMORY_READS)
     if stored.state.memory is None and not stored.facts:
         record_metric(MetricName.MEMORY_MISSES)
@@ -141,6 +157,25 @@ def _answer(lane: MemoryLane, request: _PlainRead) -> JSON | None:
         "isBase64Encoded": False,
         "multiValueHeaders": {"ETag": [etag], "Content-Type": ["application/json"]},
     }
+
+
+def _as_the_models_take(stored: StoredMemory) -> bool:
+    """The stored values have the types the route's models hold as they are; anything else (an item
+    written by hand) is the models' to coerce or refuse."""
+    state = stored.state
+    return (
+        isinstance(state.memory, str | None)
+        and type(state.version) is int
+        and type(state.word_count) is int
+        and all(
+            isinstance(fact["id"], str)
+            and isinstance(fact["text"], str)
+            and isinstance(fact["title"], str | None)
+            and isinstance(fact["metadata"], dict)
+            and isinstance(fact["additional_metadata"], dict)
+            for fact in stored.facts
+        )
+    )
 
 
 def _fact_json(fact: FactFields) -> dict[str, Any]:
