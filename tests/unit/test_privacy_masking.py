@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
+from hippocampus.adapters.pii.patterns import PatternDetector
 from hippocampus.contracts.errors import ConditionFailed, LimitExceeded
 from hippocampus.contracts.models import IngestRequest
+from hippocampus.contracts.pii import PiiSpan
 from hippocampus.contracts.recall import ContextRequest, QueryRequest
-from hippocampus.domain.privacy.masking import UserScope
+from hippocampus.domain.privacy.masking import Masker, UserScope
 from tests.support.fakes import Ports, ScriptedModel
 
 T, U = "acme", "alice"
@@ -203,3 +205,28 @@ def test_a_turn_sent_again_leaves_no_original_in_the_archive(ports):
     assert EMAIL not in json.dumps(ports.archive.raw)
     condense(ports, ScriptedModel(reply=echo_summary))
     assert ports.raw_payloads() == 0
+
+
+class CountingDetector:
+    """The pattern detector, counting the texts it is asked about (with Comprehend, paid calls)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._detector = PatternDetector()
+
+    def detect(self, text: str) -> list[PiiSpan]:
+        self.texts.append(text)
+        return self._detector.detect(text)
+
+
+def test_a_backlog_condensed_in_several_prompts_masks_each_item_once(ports):
+    detector = CountingDetector()
+    ports.masker = Masker(detector, ports.placeholders)
+    for index in range(8):
+        ingest(ports, {"id": f"t{index}", "text": f"Item {index}: write to {EMAIL}. " + "x" * 30_000})
+    model = ScriptedModel(reply=echo_summary)
+    ports.consolidation(model, prompt_max_chars=100_000).process_batch(ports.queued())
+    assert len(model.prompts) > 1  # the backlog took several prompts, each reading the items left
+    assert {job.status for job in ports.jobs.list_user_jobs(T, U)} == {"completed"}
+    assert len(detector.texts) == 8 == len(set(detector.texts))  # each item's text looked at once
+    assert not any(EMAIL in prompt for prompt in model.prompts)

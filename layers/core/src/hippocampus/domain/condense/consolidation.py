@@ -45,7 +45,7 @@ from hippocampus.domain.condense.deadline import (
     require_time_for_a_call,
 )
 from hippocampus.domain.condense.episodes import DEFAULT_MAX_EPISODES, episode_of
-from hippocampus.domain.condense.live_items import ItemContents
+from hippocampus.domain.condense.live_items import ItemContents, MaskedItems
 from hippocampus.domain.condense.prompt import CondenseInput
 from hippocampus.domain.condense.prompt_budget import DEFAULT_PROMPT_MAX_CHARS, fitting
 from hippocampus.domain.condense.queued import BURST_MAX_WAIT_S, BurstWait, QueuedItem, by_user, gathered
@@ -250,11 +250,12 @@ class ConsolidationService:
     def _condense(self, pending: list[QueuedItem], deadline: Deadline | None) -> int | None:
         lost = 0  # conditional writes lost in a row
         written: int | None = None  # the generation of the last write that won
+        masked = MaskedItems()  # each item masked once, however many passes it takes
         while pending:
             tenant_id, user_id = pending[0].message.tenant_id, pending[0].message.user_id
             state, _ = self._store.read_memory(tenant_id, user_id, with_facts=False)
             records = self._records.records(tenant_id, user_id, state.generation)
-            live = self._contents.live(pending, state)
+            live = self._contents.live(pending, state, masked)
             if not live:
                 break
             # Oldest first by when they happened (docs/architecture.md "Condensation"): a backfill

@@ -3,6 +3,7 @@
 With PII masking (docs/architecture.md "PII masking") the content is masked as it is read, and the
 archive keeps the masked item from then on: a retry, a redrive from the DLQ and the payload's
 retention never hold the original again. Once its job is completed, an item's place is erased.
+Within one condensation an item read again unchanged is not masked again (`MaskedItems`).
 """
 
 from collections import defaultdict
@@ -29,9 +30,39 @@ class LiveItem:
     content: IngestItem
 
     @property
+    def job_id(self) -> str:
+        return self.queued.message.job_id
+
+    @property
     def occurred_at(self) -> datetime:
         """When it happened: its `occurred_at`, or when the API accepted it."""
         return self.content.occurred_at or self.queued.message.queued_at
+
+
+@dataclass(frozen=True)
+class _Masked:
+    generation: int
+    read: IngestItem  # as read from the archive
+    masked: IngestItem  # what the archive holds from then on (unless masking made it too long)
+
+
+class MaskedItems:
+    """What one condensation has masked, by job. A condensation reads its items again on each pass
+    (a backlog in several prompts, a write lost to another writer): an item read again as it was
+    read, or as it was masked, keeps its masked copy instead of being masked again. With Amazon
+    Comprehend each masking is a paid call, and each numbers its values again."""
+
+    def __init__(self) -> None:
+        self._by_job: dict[str, _Masked] = {}
+
+    def known(self, job_id: str, generation: int, content: IngestItem) -> IngestItem | None:
+        masked = self._by_job.get(job_id)
+        if masked is None or masked.generation != generation or content not in (masked.read, masked.masked):
+            return None
+        return masked.masked
+
+    def remember(self, job_id: str, generation: int, read: IngestItem, masked: IngestItem) -> None:
+        self._by_job[job_id] = _Masked(generation, read, masked)
 
 
 class ItemContents:
@@ -43,8 +74,11 @@ class ItemContents:
         self._tracing = tracing
         self._masker = masker
 
-    def live(self, pending: Sequence[QueuedItem], state: MemoryState) -> list[LiveItem]:
-        """Items still to apply with their content; those superseded by a delete become `skipped`."""
+    def live(
+        self, pending: Sequence[QueuedItem], state: MemoryState, masked: MaskedItems | None = None
+    ) -> list[LiveItem]:
+        """Items still to apply with their content; those superseded by a delete become `skipped`.
+        `masked`: what this condensation masked on an earlier pass (a new memo when None)."""
         live: list[LiveItem] = []
         raw_cache: dict[str, list[dict[str, object]] | None] = {}
         for item in pending:
@@ -65,7 +99,7 @@ class ItemContents:
             live.append(LiveItem(item, content))
         if self._masker is None or not live:
             return live
-        return self._masked(live, state.generation, self._masker)
+        return self._masked(live, state.generation, self._masker, masked or MaskedItems())
 
     def completed(self, items: Sequence[QueuedItem]) -> None:
         """With masking, erase the payloads of items whose jobs were just completed (best effort:
@@ -77,19 +111,29 @@ class ItemContents:
         except Exception:
             logger.exception("could not erase the payloads of condensed items")
 
-    def _masked(self, live: list[LiveItem], generation: int, masker: Masker) -> list[LiveItem]:
-        first = live[0].queued.message
-        scope = UserScope(first.tenant_id, first.user_id, generation)
-        with self._tracing.span("pii.mask", tenant_id=first.tenant_id, job_id=first.job_id):
-            masked = masker.mask_items(scope, [entry.content for entry in live])
-        # Before any model sees the items: from here on the archive holds them masked.
-        changed = [
-            (entry.queued.message, item.model_dump(mode="json"))
-            for entry, item in zip(live, masked, strict=True)
-            if item != entry.content
-        ]
-        self._replace(_by_payload((message, dumped) for message, dumped in changed if _still_valid(dumped)))
-        return [LiveItem(entry.queued, item) for entry, item in zip(live, masked, strict=True)]
+    def _masked(
+        self, live: list[LiveItem], generation: int, masker: Masker, memo: MaskedItems
+    ) -> list[LiveItem]:
+        copies = {entry.job_id: memo.known(entry.job_id, generation, entry.content) for entry in live}
+        unmasked = [entry for entry in live if copies[entry.job_id] is None]
+        if unmasked:
+            first = unmasked[0].queued.message
+            scope = UserScope(first.tenant_id, first.user_id, generation)
+            with self._tracing.span("pii.mask", tenant_id=first.tenant_id, job_id=first.job_id):
+                masked = masker.mask_items(scope, [entry.content for entry in unmasked])
+            # Before any model sees the items: from here on the archive holds them masked.
+            changed = [
+                (entry.queued.message, item.model_dump(mode="json"))
+                for entry, item in zip(unmasked, masked, strict=True)
+                if item != entry.content
+            ]
+            self._replace(
+                _by_payload((message, dumped) for message, dumped in changed if _still_valid(dumped))
+            )
+            for entry, item in zip(unmasked, masked, strict=True):
+                memo.remember(entry.job_id, generation, entry.content, item)
+                copies[entry.job_id] = item
+        return [LiveItem(entry.queued, copies[entry.job_id] or entry.content) for entry in live]
 
     def _replace(self, places: dict[str, dict[int, Mapping[str, Any] | None]]) -> None:
         for raw_key, replaced in places.items():
