@@ -48,9 +48,9 @@ def test_the_next_query_reads_only_the_new_turn_and_finds_it(service: Service, i
     ingest(service, "We now also sell soap in Porto.")
     items_read.clear()
     assert found(service, "soap in Porto")[0] == "We now also sell soap in Porto."
-    # The memory item and the one record the stand-in learned (no facts), then the newest episode
-    # kept and the new one.
-    assert items_read == [2, 2]
+    # One Query: the newest episode kept and the new one, then the memory item and the one record
+    # the stand-in learned (no facts).
+    assert items_read == [4]
 
 
 def test_a_turn_written_out_of_order_is_found(service: Service, aws: Any) -> None:

@@ -1,9 +1,10 @@
 """RecallStore on the DynamoDB table: a user's facts, current records and episodes with their vectors.
 
-A query reads the facts, the memory item and the records in one Query from `FACT#` on (they sort
-`FACT#…` < `MEMORY` < `RECORD#…`; a memory read stops at `MEMORY`), then the episodes: all of them
-the first time a function ranks the user, afterwards only what changed (adapters/episode_cache.py;
-docs/architecture.md "Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
+A user's first query in a function reads the facts, the memory item and the records in one Query
+from `FACT#` on (they sort `EPISODE#…` < `FACT#…` < `MEMORY` < `RECORD#…`; a memory read stops at
+`MEMORY`), then all the episodes. Afterwards one Query reads only what changed: from the episode the
+function's copy needs next, through the records (adapters/episode_cache.py; docs/architecture.md
+"Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
 from datetime import datetime
@@ -46,10 +47,9 @@ class DynamoRecallStore:
         self._memory = memory
         self._cache = cache
 
-    def _partition_head(self, pk: str) -> tuple[MemoryState, list[Item], list[Item]]:
-        """The memory's state, its current facts and its current records (not invalidated), as
-        stored with their vectors: one Query from `FACT#` on, which never reads an episode."""
-        items = decoded_all(self._table.query_partition(pk, sk_from=FACT_PREFIX))
+    def _partition_head(self, items: list[Item]) -> tuple[MemoryState, list[Item], list[Item]]:
+        """The memory's state, its current facts and its current records (not invalidated), among
+        the items of a Query from `FACT#` on (or from an episode on: the episodes are left out)."""
         state = self._memory.memory_state(next((item for item in items if item[SK] == MEMORY_SK), None))
         epoch = self._table.epoch()
         facts = current(with_prefix(items, FACT_PREFIX), state.generation, epoch)
@@ -58,22 +58,31 @@ class DynamoRecallStore:
 
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
-        # First the memory item, the facts and the records, then the episodes: read in this order,
-        # the episode count on the memory item is never newer than the episodes found.
-        state, facts, records = self._partition_head(pk)
+        user = (tenant_id, user_id)
+        # A user this function ranked before: the episodes since its copy and the memory item, the
+        # facts and the records in one Query (they sort after the episodes). Otherwise the memory
+        # item first, then the episodes: read in this order, the episode count on the memory item
+        # is never newer than the episodes found. (In one Query it may be, when a condensation
+        # commits during it: the copy then finds the count unaccounted for and reads them whole.)
+        start = self._cache.next_read(user, model)
+        items = decoded_all(self._table.query_partition(pk, sk_from=start or FACT_PREFIX))
+        state, facts, records = self._partition_head(items)
+        found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
 
-        def read(start: str | None) -> list[tuple[str, CachedEpisode]]:
-            # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
-            items = decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=start))
+        def read(since: str | None) -> list[tuple[str, CachedEpisode]]:
+            if since is None or since != start:
+                # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
+                query = self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since)
+                episodes = decoded_all(query)
+            else:
+                episodes = found
             return [
                 (item[SK], CachedEpisode(Indexed(episode_of(item), _vector(item)), item.get(TTL)))
-                for item in items
+                for item in episodes
                 if generation_of(item) == state.generation
             ]
 
-        episodes = self._cache.episodes(
-            (tenant_id, user_id), state.generation, state.episode_count, model, read
-        )
+        episodes = self._cache.episodes(user, state.generation, state.episode_count, model, read)
         return Corpus(
             state=state,
             facts=[Indexed(fact_of(item), _vector(item)) for item in facts],

@@ -119,6 +119,14 @@ class EpisodeCache:
         self._bound()
         return kept
 
+    def next_read(self, user: tuple[str, str], model: str | None) -> str | None:
+        """Where the next `episodes` call for `user` will read from if its copy is still good (None:
+        nothing kept), so a store can read those episodes in the same request as the memory item."""
+        kept = self._users.get(user)
+        if kept is None or self._clock() - kept.loaded_at > MAX_AGE_S:
+            return None
+        return kept.read_from(model)
+
     def forget(self, user: tuple[str, str]) -> None:
         self._users.pop(user, None)
 
