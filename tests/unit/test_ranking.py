@@ -18,6 +18,7 @@ from hippocampus.domain.recall.ranking import (
     pulled_by_neighbours,
     rank,
     recency,
+    semantic_scores,
     unit,
 )
 
@@ -251,3 +252,73 @@ def test_turns_sent_at_one_time_are_neighbours_in_the_order_they_were_sent():
     question, reply, other = sent("z-question", 0), sent("a-reply", 1), sent("m-other", 2)
     pulled = pulled_by_neighbours([other, reply, question], [0.0, 0.0, 0.9])
     assert pulled == pytest.approx([0.0, NEIGHBOUR_PULL * 0.9, 0.9])
+
+
+def said(doc_id, vector, minutes):
+    """An episode `minutes` after NOW minus a week, placed by when it happened."""
+    at = NOW - timedelta(days=7) + timedelta(minutes=minutes)
+    return Document("episode", doc_id, f"turn {doc_id}", {}, at, vector, place=(at, doc_id))
+
+
+def test_an_episodes_meaning_is_read_with_its_neighbours():
+    # "How should I contact him?" - "By text." : the reply means nothing alone, its question does.
+    question, reply = said("question", (1.0, 0.0), 0), said("reply", (0.0, 1.0), 1)
+    elsewhere = said("elsewhere", (0.0, 1.0), 3 * 24 * 60)  # the same words days later: no context
+    fact = doc("fact", "a fact", (0.0, 1.0))
+    scores = dict(
+        zip(
+            ["question", "reply", "elsewhere", "fact"],
+            semantic_scores([question, reply, elsewhere, fact], (1.0, 0.0)),
+            strict=True,
+        )
+    )
+    # The reply's vector with its neighbour's at half weight: (0 + 0.5) / |(0.5, 1)|.
+    assert scores["reply"] == pytest.approx(0.5 / (1.25**0.5))
+    assert scores["question"] == pytest.approx(1 / (1.25**0.5))  # its own, with the reply's beside
+    assert scores["elsewhere"] == 0.0 and scores["fact"] == 0.0  # alone: their own cosine
+    ranked = run("nothing in common", (1.0, 0.0), [elsewhere, reply, question], alpha=1.0)
+    assert ids(ranked) == ["question", "reply"]
+
+
+def test_an_episode_without_a_vector_takes_no_part_in_its_neighbours_meaning():
+    first, unindexed, last = said("a", (1.0, 0.0), 0), said("b", None, 1), said("c", (0.0, 1.0), 2)
+    scores = semantic_scores([first, unindexed, last], (0.0, 1.0))
+    assert scores[1] is None  # ranked by its words alone
+    assert scores[2] == pytest.approx(1 / (1.25**0.5))  # "a" is its nearest neighbour with a vector
+
+
+def read_in_context(documents, query):
+    """The semantic scores by their definition: each episode's vector plus its neighbours' (one and
+    two places away, 30 minutes apart at most) at half and a quarter weight, its cosine with the query."""
+    episodes = sorted((doc for doc in documents if doc.type == "episode"), key=lambda doc: doc.place)
+    scores = {}
+    for position, episode in enumerate(episodes):
+        total = list(episode.vector)
+        for distance, weight in ((1, 0.5), (2, 0.25)):
+            for other in (position - distance, position + distance):
+                if (
+                    0 <= other < len(episodes)
+                    and abs(episodes[other].updated_at - episode.updated_at) <= NEIGHBOUR_GAP
+                ):
+                    total = [a + weight * b for a, b in zip(total, episodes[other].vector, strict=True)]
+        scores[episode.id] = max(0.0, min(1.0, cosine(unit(query), unit(total))))
+    return [scores[doc.id] for doc in documents]
+
+
+def test_a_conversation_ranked_again_as_it_grows_and_shrinks_reads_each_turn_in_its_context():
+    generator = random.Random(7)
+
+    def vector():
+        return tuple(unit([generator.uniform(-1, 1) for _ in range(8)]))
+
+    turns = [said(f"t{n}", vector(), n * (1 if n % 9 else 45)) for n in range(40)]  # a few conversations
+    query = vector()
+    for documents in (
+        turns,
+        [*turns, said("t40", vector(), 40)],  # a new turn
+        turns[1:],  # the oldest trimmed
+        [*turns[:20], said("t20b", vector(), 20), *turns[21:]],  # one replaced in the middle
+        list(reversed(turns)),  # in another order: the episodes' own order counts
+        turns,
+    ):
+        assert semantic_scores(documents, query) == pytest.approx(read_in_context(documents, query))

@@ -64,9 +64,12 @@ class UserEpisodes:
         """Keep the episodes read; return how many were not kept before."""
         added = 0
         for sk, episode in found:
-            if sk not in self.by_key:
+            kept = self.by_key.get(sk)
+            if kept is None:
                 insort(self.keys, sk)
                 added += 1
+            elif kept == episode:
+                continue  # read again as it was (each read starts at the newest kept): the same object stays
             self.by_key[sk] = episode
         return added
 

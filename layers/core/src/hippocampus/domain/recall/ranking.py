@@ -7,7 +7,11 @@ Semantics (docs/api.md "Recall"):
   the filter's value, or one of its values when it is a list (IN). A record has no metadata, so
   any filter leaves records out. The lexical statistics (idf, average length) are those of the
   filtered documents.
-- semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to [0, 1].
+- semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to
+  [0, 1]. An episode's vector is read with its context: its own plus its neighbours' one and two
+  places away in the same conversation (the order and gap of the neighbour pull below), weighted
+  CONTEXT_WEIGHTS (1, 0.5, 0.25). "By text." alone means little; after "How should I contact
+  him?" it answers the question.
 - lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.recall.lexical).
 - relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
   lexical only. A document without a vector (None, or a vector of another size; the caller passes
@@ -34,7 +38,11 @@ conversations, 1,536 questions, recall@10 of the evidence turns, the offline mod
 sweep with the turns' dates in words in their text, before the date terms): no pull 0.646, pull
 0.3 0.687, 0.5 0.708, 0.6 0.712, 0.7 0.713, 0.8 0.710; at pull 0.6, alpha 0 (lexical alone)
 0.702, 0.4 0.711, 0.5 0.712, 0.6 0.708. With the date terms: alpha 0 0.701, 0.3 0.710, 0.5 0.715,
-0.7 0.696. Both were chosen on this
+0.7 0.696. The context weights, measured with the pull at 0.6 and alpha 0.5: none 0.715, one
+neighbour each side at 0.3 0.717, at 0.5 0.721, at 1.0 0.720; two each side at 0.5 and 0.25
+0.725 (recall@5 0.631 to 0.638), at 0.7 and 0.35 0.724, three at 0.5, 0.25, 0.12 0.723; the
+neighbours' cosines averaged instead (no vector summed) 0.720; the conversation's mean vector
+added 0.725. All were chosen on this
 benchmark, so its figure flatters them a little; the neighbours' gain is broad (every pull from 0.3
 to 0.8 adds 4-7 points) and an additive bonus or two neighbours each side measured alike. Tried and
 dropped, each against 0.712 or its equivalent without the pull: pseudo-relevance feedback (the
@@ -45,10 +53,12 @@ bonus of the best score of the same conversation (session-level aggregation: +0.
 recall@10, none of recall@5). None is worth a rule of its own.
 
 Cost, pure Python (no numpy on the layer), one core of a 2-core AMD EPYC, CPU time, for 2,200
-documents (82,400 words) with 256-dimension vectors: ~18 ms when the same user is ranked again
-(tokens cached), ~45 ms for a new user on a warm function (its words' stems already known), ~140 ms
-for the first query of a process (stemming ~7,000 distinct words once, ~17 µs each in pure
-Python). The vectors take ~5.5 ms of it; the rest is tokenizing and BM25.
+documents (82,400 words) with 256-dimension vectors (`bench/bench_recall_quality.py` prints it):
+~22 ms when the same user is ranked again (tokens cached), ~45 ms for a new user on a warm function
+(its words' stems already known), ~160 ms for the first query of a process (stemming ~7,000 distinct words once, ~17 µs each in pure
+Python). The vectors take ~5.5 ms of it, and the episodes' contexts ~4 ms more when they are
+kept (`_contexts`), ~30 ms when made (up to four dot products of vectors per episode); the rest is
+tokenizing and BM25.
 """
 
 import itertools
@@ -64,6 +74,9 @@ from hippocampus.domain.recall.lexical import lexical_scores
 
 DEFAULT_ALPHA: Final = 0.5
 NEIGHBOUR_PULL: Final = 0.6
+# An episode's vector, as its semantic score sees it, is its own (weight 1) plus its neighbours'
+# one and two places away in the same conversation (0.5, 0.25): a turn's meaning is in its context.
+CONTEXT_WEIGHTS: Final = (1.0, 0.5, 0.25)
 NEIGHBOUR_GAP: Final = timedelta(minutes=30)
 RECENCY_HALF_LIFE_DAYS: Final = 30.0
 _SECONDS_PER_DAY: Final = 86_400.0
@@ -135,12 +148,137 @@ def recency(updated_at: datetime, now: datetime) -> float:
     return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
-def relevance(lexical: float, document: Document, unit_query: Sequence[float] | None, alpha: float) -> float:
+def relevance(lexical: float, semantic: float | None, alpha: float) -> float:
     """The blend of one document's semantic and lexical scores (lexical for both without a vector)."""
-    vector = document.vector
-    if unit_query is None or vector is None or len(vector) != len(unit_query):
-        return lexical
-    return alpha * cosine(unit_query, vector) + (1 - alpha) * lexical
+    return lexical if semantic is None else alpha * semantic + (1 - alpha) * lexical
+
+
+def semantic_scores(
+    documents: Sequence[Document], unit_query: Sequence[float] | None, order: Sequence[int] | None = None
+) -> list[float | None]:
+    """Each document's semantic score (None without a usable vector): the cosine of the query and
+    its vector; for an episode, of the query and its vector with its neighbours' added, weighted by
+    CONTEXT_WEIGHTS (module docstring). `order`: the episodes' indexes in their order
+    (`episode_order`). The cosine with a sum of vectors is the weighted sum of the query's dot
+    products with each, over the sum's length, which depends on the episodes only (`_contexts`)."""
+    if unit_query is None:
+        return [None] * len(documents)
+    size = len(unit_query)
+    dots = [
+        math.sumprod(unit_query, doc.vector) if doc.vector is not None and len(doc.vector) == size else None
+        for doc in documents
+    ]
+    scores = [None if dot is None else max(0.0, min(1.0, dot)) for dot in dots]
+    ordered = [
+        index for index in (episode_order(documents) if order is None else order) if dots[index] is not None
+    ]
+    for position, (window, inverse_length) in enumerate(_contexts([documents[index] for index in ordered])):
+        along = sum(weight * (dots[ordered[position + offset]] or 0.0) for offset, weight in window)
+        scores[ordered[position]] = max(0.0, min(1.0, along * inverse_length))
+    return scores
+
+
+Window = tuple[tuple[int, float], ...]  # (offset among the ordered episodes, weight), itself first
+_REACH: Final = len(CONTEXT_WEIGHTS) - 1  # how many places away a window reaches
+
+
+@dataclass(frozen=True, eq=False)  # one sequence is itself only (`_RECENT.remove`)
+class _Contexts:
+    """The windows of one ordered sequence of episodes, and where each episode is in it."""
+
+    episodes: tuple[Document, ...]  # kept, so that no id below is reused while this is
+    places: dict[int, int]  # id(episode) -> its position
+    windows: list[tuple[Window, float]]
+
+
+# The last sequences ranked, newest last. A warm function ranks the same user's episodes again (the
+# same objects: service.py's documents, adapters/episode_cache.py), often with a turn added at the
+# end or one trimmed at the start: only the windows that reach a change are made again (a window's
+# length takes up to 10 dot products of vectors). A few users' worth.
+_RECENT: list[_Contexts] = []
+_RECENT_KEPT: Final = 16
+
+
+def _contexts(episodes: Sequence[Document]) -> list[tuple[Window, float]]:
+    """Each episode's window (itself and its neighbours with a vector, one and two places away in the
+    same conversation) and 1 / the length of its weighted vector sum."""
+    before, shift = _previous(episodes)
+    stale = _stale(episodes, before, shift)
+    pairs: dict[tuple[int, int], float] = {}  # a pair's dot product serves up to four windows
+    windows = [
+        _context(episodes, position, pairs)
+        if stale[position] or before is None
+        else before.windows[position + shift]
+        for position in range(len(episodes))
+    ]
+    places = {id(episode): position for position, episode in enumerate(episodes)}
+    if before is not None:
+        _RECENT.remove(before)
+    _RECENT.append(_Contexts(tuple(episodes), places, windows))
+    del _RECENT[:-_RECENT_KEPT]
+    return windows
+
+
+def _previous(episodes: Sequence[Document]) -> tuple["_Contexts | None", int]:
+    """The sequence ranked before that shares episodes with this one, and how far they moved in it."""
+    probes = {0, len(episodes) // 2, len(episodes) - 1} if episodes else set()
+    for before in reversed(_RECENT):
+        for position in probes:
+            place = before.places.get(id(episodes[position]))
+            if place is not None:
+                return before, place - position
+    return None, 0
+
+
+def _stale(episodes: Sequence[Document], before: "_Contexts | None", shift: int) -> list[bool]:
+    """Whether each position's window must be made again: it reaches a place where this sequence and
+    `before` (moved by `shift`) differ, its end included."""
+    if before is None:
+        return [True] * len(episodes)
+    old = before.episodes
+
+    def differs(position: int) -> bool:
+        inside, was_inside = 0 <= position < len(episodes), 0 <= position + shift < len(old)
+        if not inside or not was_inside:
+            return inside != was_inside
+        return episodes[position] is not old[position + shift]
+
+    stale = [False] * len(episodes)
+    for position in range(-_REACH, len(episodes) + _REACH):
+        if differs(position):
+            for near in range(max(0, position - _REACH), min(len(episodes), position + _REACH + 1)):
+                stale[near] = True
+    return stale
+
+
+def _context(
+    episodes: Sequence[Document], position: int, pairs: dict[tuple[int, int], float]
+) -> tuple[Window, float]:
+    window: list[tuple[int, float]] = [(0, CONTEXT_WEIGHTS[0])]
+    for distance, weight in enumerate(CONTEXT_WEIGHTS[1:], start=1):
+        for offset in (-distance, distance):
+            other = position + offset
+            if 0 <= other < len(episodes) and _same_conversation(episodes[position], episodes[other]):
+                window.append((offset, weight))
+    # |Σ w·v|² for unit vectors: Σ w² plus twice each pair's weights times its dot product.
+    placed = [(position + offset, weight) for offset, weight in window]
+    squared = sum(weight * weight for _, weight in placed) + 2 * sum(
+        first_weight * second_weight * _dot(episodes, first, second, pairs)
+        for (first, first_weight), (second, second_weight) in itertools.combinations(placed, 2)
+    )
+    return tuple(window), 1 / math.sqrt(squared) if squared > 0 else 0.0
+
+
+def _dot(episodes: Sequence[Document], first: int, second: int, pairs: dict[tuple[int, int], float]) -> float:
+    pair = (first, second) if first < second else (second, first)
+    dot = pairs.get(pair)
+    if dot is None:
+        dot = pairs[pair] = math.sumprod(episodes[first].vector or (), episodes[second].vector or ())
+    return dot
+
+
+def _same_conversation(first: Document, second: Document) -> bool:
+    return abs(first.updated_at - second.updated_at) <= NEIGHBOUR_GAP
 
 
 def rank(
@@ -161,12 +299,14 @@ def rank(
     texts = [doc.text if doc.searched is None else doc.searched for doc in candidates]
     lexical = lexical_scores(with_query_dates(query), texts)
     unit_query = unit(query_vector) if query_vector is not None else None
+    order = episode_order(candidates)
+    semantic = semantic_scores(candidates, unit_query, order)
     relevances = [
-        relevance(lexical_score, doc, unit_query, alpha)
-        for doc, lexical_score in zip(candidates, lexical, strict=True)
+        relevance(lexical_score, semantic_score, alpha)
+        for semantic_score, lexical_score in zip(semantic, lexical, strict=True)
     ]
     results: list[Ranked] = []
-    for doc, score in zip(candidates, pulled_by_neighbours(candidates, relevances), strict=True):
+    for doc, score in zip(candidates, pulled_by_neighbours(candidates, relevances, order), strict=True):
         if recency_bias:
             score = (1 - recency_bias) * score + recency_bias * recency(doc.updated_at, now)
         elif score <= 0.0:
@@ -176,20 +316,27 @@ def rank(
     return results[: max(0, top_k)]
 
 
-def pulled_by_neighbours(documents: Sequence[Document], relevances: Sequence[float]) -> list[float]:
-    """Each episode's relevance pulled toward its more relevant neighbour's (module docstring)."""
+def pulled_by_neighbours(
+    documents: Sequence[Document], relevances: Sequence[float], order: Sequence[int] | None = None
+) -> list[float]:
+    """Each episode's relevance pulled toward its more relevant neighbour's (module docstring);
+    `order`: the episodes' indexes in their order (`episode_order`)."""
     pulled = list(relevances)
-    episodes = sorted(
-        (index for index, doc in enumerate(documents) if doc.type == "episode"),
-        key=lambda index: documents[index].place or (documents[index].updated_at, documents[index].id),
-    )
-    for before, after in itertools.pairwise(episodes):
+    for before, after in itertools.pairwise(episode_order(documents) if order is None else order):
         if documents[after].updated_at - documents[before].updated_at > NEIGHBOUR_GAP:
             continue  # another conversation
         for index, neighbour in ((before, after), (after, before)):
             lift = NEIGHBOUR_PULL * (relevances[neighbour] - relevances[index])
             pulled[index] = max(pulled[index], relevances[index] + lift)
     return pulled
+
+
+def episode_order(documents: Sequence[Document]) -> list[int]:
+    """The indexes of the episodes among `documents`, in their order (`place`)."""
+    return sorted(
+        (index for index, doc in enumerate(documents) if doc.type == "episode"),
+        key=lambda index: documents[index].place or (documents[index].updated_at, documents[index].id),
+    )
 
 
 def _order(ranked: Ranked) -> tuple[float, float, str, str]:
