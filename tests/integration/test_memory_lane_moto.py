@@ -52,19 +52,10 @@ def users(service: Any) -> dict[str, str]:
             ]
         },
     )
-    assert (
-        service.call(
-            "PUT", memory_path(rich), {"memory": "Zoë likes tea; ☕ daily.", "expected_version": 0}
-        ).status
-        == 200
-    )
     summary_only = "sam"
-    assert (
-        service.call(
-            "PUT", memory_path(summary_only), {"memory": "Sam sells candles.", "expected_version": 0}
-        ).status
-        == 200
-    )
+    for user, summary in ((rich, "Zoë likes tea; ☕ daily."), (summary_only, "Sam sells candles.")):
+        put = {"memory": summary, "expected_version": 0}
+        assert service.call("PUT", memory_path(user), put).status == 200
     deleted = "dee"
     service.call("POST", memory_path(deleted), {"items": [fact("old", "Forgotten soon.")]})
     assert service.call("DELETE", memory_path(deleted)).status == 204

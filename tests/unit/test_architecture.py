@@ -132,20 +132,28 @@ def test_only_adapters_import_boto3():
 HEAVY_ROOTS = ("openai", "aws_xray_sdk", "httpx", "httpx2", "opentelemetry")
 
 
-def test_read_path_import_loads_no_llm_sdk_no_tracing_sdk_and_no_write_routes():
-    script = f"""
-import sys, os
+# A child that imports get_memory's handler as Lambda's init phase does (`module`), in X-Ray mode.
+GET_MEMORY_COLD_START = f"""
+import json, os, sys
 os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
                   AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
 import importlib.util
 spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/get_memory/handler.py")!r})
 module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+"""
+
+
+def test_read_path_import_loads_no_llm_sdk_no_tracing_sdk_and_no_write_routes():
+    script = (
+        GET_MEMORY_COLD_START
+        + f"""
 from hippocampus import wiring
 wiring.read_service()
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY_ROOTS!r}
                or m in ("hippocampus.api.write_routes", "aws_lambda_powertools.utilities.idempotency"))
 print(",".join(heavy))
 """
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
 
@@ -153,13 +161,9 @@ print(",".join(heavy))
 def test_a_memory_read_from_a_cold_start_loads_neither_pydantic_nor_the_resolver():
     # The fast lane's point (docs/architecture.md "The memory read's fast lane"): pydantic and the
     # resolver cost most of get_memory's cold start. The table answers from a stub client.
-    script = f"""
-import json, os, sys
-os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
-                  AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
-import importlib.util
-spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/get_memory/handler.py")!r})
-module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+    script = (
+        GET_MEMORY_COLD_START
+        + f"""
 from hippocampus.adapters import aws_clients
 class Stub:
     def query(self, **request): return {{"Items": []}}
@@ -173,6 +177,7 @@ assert answer["statusCode"] == 200, answer
 print("loaded:" + ",".join(sorted(m for m in sys.modules if m.split(".")[0] == "pydantic"
                                   or m.startswith("aws_lambda_powertools.event_handler"))))
 """
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "loaded:"  # after the metrics' log line
 
