@@ -86,3 +86,36 @@ def test_after_a_delete_nothing_of_the_user_comes_back(service: Service) -> None
     assert found(service, "Lyon") == []
     ingest(service, "A new start in Nantes.")
     assert found(service, "Lyon Nantes") == ["A new start in Nantes."]
+
+
+def test_a_turn_condensed_while_a_query_reads_leaves_no_trimmed_turn_behind(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm query's one Query crosses a page boundary (between the memory item and the episodes)
+    while a condensation at the episode cap commits its turn and trims the oldest."""
+    monkeypatch.setenv("MEMORY_MAX_EPISODES", "3")
+    wiring.reset()
+    capped = Service(aws.queue_url, boto3.client("sqs"))
+    for n in range(3):
+        ingest(capped, f"Turn {n} about candles.")
+    assert len(found(capped, "candles")) == 3
+    read_partition = Table.query_partition
+    boundary = {"armed": True}
+
+    def one_page_then_a_condensation(self: Table, pk: str, **options: Any) -> Any:
+        pages = read_partition(self, pk, **options)
+        if not (boundary["armed"] and options.get("highest_first")):
+            yield from pages
+            return
+        boundary["armed"] = False
+        yield from (raw for raw in pages if raw["sk"]["S"] >= "FACT#")  # the records, memory, facts
+        ingest(capped, "Turn 3 about candles.")  # commits while the Query is between two pages
+        episodes = {**options, "sk_prefix": "EPISODE#"}
+        yield from read_partition(self, pk, **episodes)
+
+    monkeypatch.setattr(Table, "query_partition", one_page_then_a_condensation)
+    during = found(capped, "candles")
+    assert not boundary["armed"]  # the boundary was crossed
+    assert "Turn 0 about candles." not in during  # trimmed by the condensation
+    assert "Turn 3 about candles." in during
+    assert sorted(found(capped, "candles")) == [f"Turn {n} about candles." for n in (1, 2, 3)]

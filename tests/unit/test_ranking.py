@@ -319,6 +319,7 @@ def test_a_conversation_ranked_again_as_it_grows_and_shrinks_reads_each_turn_in_
         turns[1:],  # the oldest trimmed
         [*turns[:20], said("t20b", vector(), 20), *turns[21:]],  # one replaced in the middle
         list(reversed(turns)),  # in another order: the episodes' own order counts
+        [*turns[:5], said("empty", (0.0,) * 8, 5), *turns[6:]],  # a zero vector (an empty text)
         turns,
     ):
         assert semantic_scores(documents, query) == pytest.approx(read_in_context(documents, query))

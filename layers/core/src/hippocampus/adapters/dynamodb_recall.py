@@ -59,13 +59,16 @@ class DynamoRecallStore:
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
         user = (tenant_id, user_id)
-        # A user this function ranked before: the episodes since its copy and the memory item, the
-        # facts and the records in one Query (they sort after the episodes). Otherwise the memory
-        # item first, then the episodes: read in this order, the episode count on the memory item
-        # is never newer than the episodes found. (In one Query it may be, when a condensation
-        # commits during it: the copy then finds the count unaccounted for and reads them whole.)
+        # A user this function ranked before: the memory item, the facts and the records, then the
+        # episodes since its copy, in one Query read from the highest sort key down (the episodes
+        # sort first). Otherwise the memory item first, then all the episodes. Read in this order,
+        # the episode count on the memory item is never newer than the episodes found: a write
+        # committed between the two reads shows as episodes the count does not account for, and
+        # the copy reads them whole (adapters/episode_cache.py).
         start = self._cache.next_read(user, model)
-        items = decoded_all(self._table.query_partition(pk, sk_from=start or FACT_PREFIX))
+        items = decoded_all(
+            self._table.query_partition(pk, sk_from=start or FACT_PREFIX, highest_first=start is not None)
+        )
         state, facts, records = self._partition_head(items)
         found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
 

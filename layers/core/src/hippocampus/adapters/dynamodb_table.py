@@ -211,9 +211,10 @@ class Table:
         sk_prefix: str | None = None,
         sk_from: str | None = None,
         sk_to: str | None = None,
+        highest_first: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """The partition's items (under `sk_prefix`, from the sort key `sk_from` on (up to `sk_to`),
-        or both), paged."""
+        or both), paged; in the order of their sort keys, the highest first if `highest_first`."""
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": "pk = :pk",
@@ -238,6 +239,8 @@ class Table:
         if projection:
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = {"#g": "generation"}
+        if highest_first:
+            kwargs["ScanIndexForward"] = False
         yield from self.query(kwargs)
 
     def newest(self, pk: str, sk_prefix: str, limit: int) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ the copy against the memory's `episode_count` (every episode written and not tri
 
 Bounded: at most MAX_EPISODES episodes for all users together, the least recently queried users
 dropped first; ~9 KB an episode with a 256-dimension vector (Python floats: a tuple ranks twice
-as fast as an array of them), ~180 MB at most of the recall function's 1,024.
+as fast as an array of them), ~180 MB at most of the recall function's 1,024. Ranking keeps
+~1.4 KB more of a kept episode (its document and its context, domain/recall/: ~30 MB at most).
 """
 
 import time
@@ -126,9 +127,7 @@ class EpisodeCache:
         """Where the next `episodes` call for `user` will read from if its copy is still good (None:
         nothing kept), so a store can read those episodes in the same request as the memory item."""
         kept = self._users.get(user)
-        if kept is None or self._clock() - kept.loaded_at > MAX_AGE_S:
-            return None
-        return kept.read_from(model)
+        return kept.read_from(model) if kept is not None and self._young(kept) else None
 
     def forget(self, user: tuple[str, str]) -> None:
         self._users.pop(user, None)
@@ -137,7 +136,7 @@ class EpisodeCache:
         self, kept: UserEpisodes, generation: int, episode_count: int, model: str | None, read: EpisodeReader
     ) -> bool:
         """Bring the copy up to date; False when it must be read whole instead."""
-        if kept.generation != generation or self._clock() - kept.loaded_at > MAX_AGE_S:
+        if kept.generation != generation or not self._young(kept):
             return False
         start = kept.read_from(model)
         if start is None:
@@ -149,6 +148,10 @@ class EpisodeCache:
             return False
         kept.episode_count = episode_count
         return True
+
+    def _young(self, kept: UserEpisodes) -> bool:
+        """Read whole within MAX_AGE_S: older, it may miss a re-index of old episodes."""
+        return self._clock() - kept.loaded_at <= MAX_AGE_S
 
     def _bound(self) -> None:
         total = sum(len(user.keys) for user in self._users.values())

@@ -8,9 +8,9 @@ Semantics (docs/api.md "Recall"):
   any filter leaves records out. The lexical statistics (idf, average length) are those of the
   filtered documents.
 - semantic = cosine similarity of the query vector and the document's (unit) vector, clipped to
-  [0, 1]. An episode's vector is read with its context: its own plus its neighbours' one and two
-  places away in the same conversation (the order and gap of the neighbour pull below), weighted
-  CONTEXT_WEIGHTS (1, 0.5, 0.25). "By text." alone means little; after "How should I contact
+  [0, 1]. An episode's vector is read with its context: its own plus those of the episodes one
+  and two places away among the episodes with a vector (in the order of the neighbour pull below),
+  each if it is at most NEIGHBOUR_GAP from it, weighted CONTEXT_WEIGHTS (1, 0.5, 0.25). "By text." alone means little; after "How should I contact
   him?" it answers the question.
 - lexical = BM25 of the document's plain text, normalised to [0, 1] (hippocampus.domain.recall.lexical).
 - relevance = alpha * semantic + (1 - alpha) * lexical: alpha = 1 is semantic only, alpha = 0
@@ -63,6 +63,7 @@ tokenizing and BM25.
 
 import itertools
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -186,15 +187,15 @@ _REACH: Final = len(CONTEXT_WEIGHTS) - 1  # how many places away a window reache
 class _Contexts:
     """The windows of one ordered sequence of episodes, and where each episode is in it."""
 
-    episodes: tuple[Document, ...]  # kept, so that no id below is reused while this is
-    places: dict[int, int]  # id(episode) -> its position
+    episodes: tuple["weakref.ref[Document]", ...]  # not kept alive: a dead one is a changed place
+    places: dict[int, int]  # id(episode) -> its position (checked against `episodes`)
     windows: list[tuple[Window, float]]
 
 
 # The last sequences ranked, newest last. A warm function ranks the same user's episodes again (the
 # same objects: service.py's documents, adapters/episode_cache.py), often with a turn added at the
 # end or one trimmed at the start: only the windows that reach a change are made again (a window's
-# length takes up to 10 dot products of vectors). A few users' worth.
+# length takes up to 15 dot products of vectors). A few users' worth, of windows only.
 _RECENT: list[_Contexts] = []
 _RECENT_KEPT: Final = 16
 
@@ -211,11 +212,12 @@ def _contexts(episodes: Sequence[Document]) -> list[tuple[Window, float]]:
         else before.windows[position + shift]
         for position in range(len(episodes))
     ]
-    places = {id(episode): position for position, episode in enumerate(episodes)}
     if before is not None:
         _RECENT.remove(before)
-    _RECENT.append(_Contexts(tuple(episodes), places, windows))
-    del _RECENT[:-_RECENT_KEPT]
+    if episodes:
+        places = {id(episode): position for position, episode in enumerate(episodes)}
+        _RECENT.append(_Contexts(tuple(weakref.ref(episode) for episode in episodes), places, windows))
+        del _RECENT[:-_RECENT_KEPT]
     return windows
 
 
@@ -225,7 +227,7 @@ def _previous(episodes: Sequence[Document]) -> tuple["_Contexts | None", int]:
     for before in reversed(_RECENT):
         for position in probes:
             place = before.places.get(id(episodes[position]))
-            if place is not None:
+            if place is not None and before.episodes[place]() is episodes[position]:
                 return before, place - position
     return None, 0
 
@@ -241,7 +243,7 @@ def _stale(episodes: Sequence[Document], before: "_Contexts | None", shift: int)
         inside, was_inside = 0 <= position < len(episodes), 0 <= position + shift < len(old)
         if not inside or not was_inside:
             return inside != was_inside
-        return episodes[position] is not old[position + shift]
+        return episodes[position] is not old[position + shift]()
 
     stale = [False] * len(episodes)
     for position in range(-_REACH, len(episodes) + _REACH):
@@ -260,9 +262,10 @@ def _context(
             other = position + offset
             if 0 <= other < len(episodes) and _same_conversation(episodes[position], episodes[other]):
                 window.append((offset, weight))
-    # |Σ w·v|² for unit vectors: Σ w² plus twice each pair's weights times its dot product.
+    # |Σ w·v|²: each vector's weighted square (1 for a unit vector, 0 for a zero one) plus twice
+    # each pair's weights times its dot product.
     placed = [(position + offset, weight) for offset, weight in window]
-    squared = sum(weight * weight for _, weight in placed) + 2 * sum(
+    squared = sum(weight * weight * _dot(episodes, at, at, pairs) for at, weight in placed) + 2 * sum(
         first_weight * second_weight * _dot(episodes, first, second, pairs)
         for (first, first_weight), (second, second_weight) in itertools.combinations(placed, 2)
     )

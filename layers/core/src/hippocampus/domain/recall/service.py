@@ -6,10 +6,11 @@ MEMORY_MAX_RECORDS records), so it is read in one pass over the user's partition
 (docs/architecture.md "Recall").
 """
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from hippocampus.contracts.models import Fact
 from hippocampus.contracts.ports import Embedder, Tracing
@@ -264,25 +265,25 @@ def _type(document: Source) -> DocumentType:
 
 
 class _DocumentMemo:
-    """Each entry's ranked document, kept while the same entries are ranked again: a warm function's
-    copy of a user's episodes hands back the same entries (adapters/episode_cache.py), and making
-    their documents again (the date terms, markdown as text) cost ~10 ms a query for 2,000 episodes.
-    Bounded: emptied when full (a user's facts are read anew for each query)."""
-
-    LIMIT: Final = 25_000
+    """Each episode's ranked document, for as long as its entry lives: a warm function's copy of a
+    user's episodes hands back the same entries (adapters/episode_cache.py), and making their
+    documents again (the date terms, markdown as text) cost ~10 ms a query for 2,000 episodes. A
+    fact or a record is read anew for each query: its document is made each time."""
 
     def __init__(self) -> None:
-        # By the entry's identity; the entry is kept with its document, so its id is not reused.
-        self._by_entry: dict[int, tuple[Indexed, str | None, Document]] = {}
+        # By the entry's identity, while it lives (its weak reference drops the document with it,
+        # before its id can be reused): the memo holds no more than the episodes' copy does.
+        self._by_entry: dict[int, tuple[weakref.ref[Indexed], str | None, Document]] = {}
 
     def document(self, entry: Indexed, model: str | None) -> Document:
-        kept = self._by_entry.get(id(entry))
-        if kept is not None and kept[0] is entry and kept[1] == model:
+        if not isinstance(entry.document, Episode):
+            return _document(entry, model)
+        key = id(entry)
+        kept = self._by_entry.get(key)
+        if kept is not None and kept[0]() is entry and kept[1] == model:
             return kept[2]
         made = _document(entry, model)
-        if len(self._by_entry) >= self.LIMIT:
-            self._by_entry.clear()
-        self._by_entry[id(entry)] = (entry, model, made)
+        self._by_entry[key] = (weakref.ref(entry, lambda _: self._by_entry.pop(key, None)), model, made)
         return made
 
 
