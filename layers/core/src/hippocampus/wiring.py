@@ -83,7 +83,7 @@ def _tracing() -> "Tracing":
 
 @once
 def _table() -> Table:
-    return Table(get_settings().require("table_name"), lambda: aws_clients.client("dynamodb"))
+    return Table(_table_name(), lambda: aws_clients.client("dynamodb"))
 
 
 @once
@@ -139,7 +139,7 @@ def archive() -> "S3Archive":
 @once
 def _read_tracing() -> "Tracing":
     # The read path never loads the X-Ray SDK: Lambda active tracing records the invocation.
-    return make_tracing(get_settings().tracing_mode, allow_xray_sdk=False)
+    return make_tracing(_read_tracing_mode(), allow_xray_sdk=False)
 
 
 @once
@@ -383,9 +383,7 @@ def consolidation_service() -> "ConsolidationService":
 def get_memory_handler() -> LambdaHandler:
     """The read function: a user's memory by the fast lane (api/memory_lane.py); history, jobs,
     lists, exports, health and OpenAPI, over HTTP and directly, by `read_api`, built on first need."""
-    table = Table(_lane_table_name(), lambda: aws_clients.client("dynamodb"))
-    tracing = make_tracing(_lane_tracing_mode(), allow_xray_sdk=False)
-    return memory_lane_function(MemoryLane(partial(read_stored_memory, table), tracing, read_api))
+    return memory_lane_function(MemoryLane(partial(read_stored_memory, _table()), _read_tracing(), read_api))
 
 
 @once
@@ -409,25 +407,26 @@ def read_api() -> LambdaHandler:
     )
 
 
-def _lane_setting(field: str) -> str | None:
-    """A setting of the memory read's fast lane, read from the environment as hippocampus.settings
-    reads it (MEMORY_<FIELD>, any case, the last spelling winning) but without its model: pydantic
-    would cost the lane's cold start about 50 ms. `read_api` validates every setting when built."""
+def _raw_setting(field: str) -> str | None:
+    """A setting the memory read's fast lane needs (the table, the read path's tracer), read from
+    the environment as hippocampus.settings reads it (MEMORY_<FIELD>, any case, the last spelling
+    winning) but without its model: pydantic would cost the lane's cold start about 50 ms. Every
+    function validates all its settings too (get_memory's when `read_api` is built)."""
     variable = f"MEMORY_{field.upper()}"
     return {name.upper(): value for name, value in os.environ.items()}.get(variable)  # noqa: TID251
 
 
-def _lane_table_name() -> str:
-    name = _lane_setting("table_name")
+def _table_name() -> str:
+    name = _raw_setting("table_name")
     if not name:
         raise ConfigurationError("MEMORY_TABLE_NAME must be set for this function")
     return name
 
 
-def _lane_tracing_mode() -> TracingMode:
-    """MEMORY_TRACING for the lane: "otel" gives its spans; "xray" (the default in Lambda) and "off"
-    give none on the read path (adapters/tracing.py); any other value fails as the settings do."""
-    mode = _lane_setting("tracing")
+def _read_tracing_mode() -> TracingMode:
+    """MEMORY_TRACING for the read path: "otel" gives its spans; "xray" (the default in Lambda) and
+    "off" give none there (adapters/tracing.py); any other value fails as the settings do."""
+    mode = _raw_setting("tracing")
     modes: tuple[TracingMode, ...] = get_args(TracingMode)
     if mode is None:
         return "off"
