@@ -11,8 +11,11 @@ document gets its vector from the offline embedder (the default without a key). 
 - query after a new turn: a conversation's pattern, an episode condensed and indexed (not timed)
   before each query;
 - first query in a function: the function's copy of the user's episodes dropped before each
-  query, so it reads the whole partition (2,200 items), as after a cold start or when the
-  user's query lands on a function that has not ranked them (adapters/episode_cache.py).
+  query, as after a cold start or when the user's query lands on a function that has not ranked
+  them (adapters/episode_cache.py): it starts from the copy the condenser stored in S3
+  (adapters/episode_snapshots.py) and reads only what is newer;
+- the same without a stored copy (none kept yet, or one a forget or a re-index made stale): the
+  whole partition is read (2,200 items).
 
 Prints p50 and p95 of each and their ratio to the baseline (target <= 3x, README "Performance"),
 then the client CPU of reading the whole partition through botocore's parser and with the items
@@ -112,6 +115,18 @@ def forget_the_user() -> None:
     wiring.recall_store.cache_clear()
 
 
+def drop_the_stored_copy() -> None:
+    """As for a user whose episodes have no stored copy: the first query reads them whole."""
+    from hippocampus.adapters import aws_clients
+    from hippocampus.adapters.episode_snapshots import snapshot_key
+
+    forget_the_user()
+    aws_clients.client("s3").delete_object(
+        Bucket=os.environ["MEMORY_BUCKET_NAME"],  # noqa: TID251
+        Key=snapshot_key(TENANT, USER),
+    )
+
+
 def measure() -> dict[str, list[float]]:
     from local_stack.lambda_context import LambdaContext
     from tests.support.lambda_harness import api_event, load_handler
@@ -139,6 +154,7 @@ def measure() -> dict[str, list[float]]:
         ),
         "query after a new turn": (query, new_turn),
         "first query in a function": (query, lambda _: forget_the_user()),
+        "first query, no stored copy": (query, lambda _: drop_the_stored_copy()),
     }
     timings: dict[str, list[float]] = {label: [] for label in cases}
     warnings.simplefilter("ignore")

@@ -67,9 +67,11 @@ def grant_get_memory(role: iam.IRole, storage: Storage) -> None:
 def grant_ingest(role: iam.IRole, storage: Storage, queueing: Queueing) -> None:
     storage.table_items.grant_read_write_data(role)
     objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"])
-    # PUT archives the version it writes; DELETE of a user erases their history too.
+    # PUT archives the version it writes; DELETE of a user erases their history too, and the stored
+    # copy of their episodes, which forgetting one episode deletes as well.
     objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
-    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX])
+    objects(role, storage.bucket, schema.RECALL_PREFIX, ["s3:DeleteObject"])
+    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX, schema.HISTORY_PREFIX, schema.RECALL_PREFIX])
     queueing.queue.grant_send_messages(role)
 
 
@@ -79,11 +81,16 @@ def grant_condenser_storage(role: iam.IRole, storage: Storage) -> None:
     # the user swept the prefix: the payload of an item it skips, its own copy of a version.
     objects(role, storage.bucket, schema.RAW_PREFIX, ["s3:GetObject", "s3:DeleteObject"])
     objects(role, storage.bucket, schema.HISTORY_PREFIX, ["s3:PutObject", "s3:DeleteObject"])
+    # The stored copy of each user's episodes (adapters/episode_snapshots.py): kept after each pass
+    # over the user, tagged for its lifecycle expiry, erased when a delete or a forget raced it.
+    copies = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"]
+    objects(role, storage.bucket, schema.RECALL_PREFIX, copies)
     # Without s3:ListBucket, S3 answers a GetObject on a missing key with 403 AccessDenied, not
     # 404 NoSuchKey: a raw/ payload erased by a DELETE of the user would then fail the item
-    # until the DLQ instead of making it `skipped`. For that check S3 evaluates s3:prefix as
-    # the requested key, so a raw/-scoped ListBucket is enough (history/ is never read here).
-    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX])
+    # until the DLQ instead of making it `skipped`, and a user without a stored copy would fail
+    # its keeping. For that check S3 evaluates s3:prefix as the requested key, so ListBucket
+    # scoped to the prefixes read is enough (history/ is never read here).
+    list_prefixes(role, storage.bucket, [schema.RAW_PREFIX, schema.RECALL_PREFIX])
 
 
 def grant_condenser_redrive(role: iam.IRole, queueing: Queueing) -> None:
@@ -107,6 +114,10 @@ def grant_condenser_redrive(role: iam.IRole, queueing: Queueing) -> None:
 def grant_recall(role: iam.IRole, storage: Storage) -> None:
     # One user's partition, read with Query (and GetItem): no Scan, no BatchGetItem, no write.
     storage.table_items.grant(role, "dynamodb:Query", "dynamodb:GetItem")
+    # The stored copy of the user's episodes, read only; ListBucket on its prefix makes a missing
+    # copy 404 NoSuchKey rather than 403 (see grant_condenser_storage).
+    objects(role, storage.bucket, schema.RECALL_PREFIX, ["s3:GetObject"])
+    list_prefixes(role, storage.bucket, [schema.RECALL_PREFIX])
 
 
 def grant_stream_read(scope: Construct, role: iam.IRole, table: dynamodb.ITable) -> iam.Policy:

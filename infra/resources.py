@@ -54,6 +54,7 @@ class LifecycleRule:
     prefix: str | None = None  # None: every object
     expiration_days: int | None = None
     abort_incomplete_upload_days: int | None = None
+    tag: tuple[str, str] | None = None  # only the objects with this tag (key, value)
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,21 @@ def event_bus_name(config: DeploymentConfig) -> str:
 
 
 def archive_bucket(config: DeploymentConfig) -> BucketSpec:
-    """Raw payloads (raw/) and past memory versions (history/), each expired after its retention.
+    """Raw payloads (raw/) and past memory versions (history/), each expired after its retention;
+    the stored copies of users' episodes (recall/), each expired by its tag before its first
+    episode would be (adapters/episode_snapshots.py).
 
     Unversioned on purpose: DELETE must really erase a user's content, not keep old versions.
     """
+    copies = tuple(
+        LifecycleRule(
+            f"expire-recall-{days}d",
+            prefix=names.RECALL_PREFIX,
+            expiration_days=days,
+            tag=(names.RECALL_EXPIRY_TAG, str(days)),
+        )
+        for days in names.recall_expiry_days(config.raw_retention_days)
+    )
     return BucketSpec(
         base_name=names.BUCKET_NAME,
         lifecycle_rules=(
@@ -133,6 +145,7 @@ def archive_bucket(config: DeploymentConfig) -> BucketSpec:
             LifecycleRule(
                 "expire-history", prefix=names.HISTORY_PREFIX, expiration_days=config.history_retention_days
             ),
+            *copies,
             LifecycleRule("abort-incomplete-uploads", abort_incomplete_upload_days=1),
         ),
     )

@@ -134,8 +134,13 @@ def function_environments(
         "MEMORY_DLQ_URL": resources.dlq_url,
         "MEMORY_QUEUE_URL": resources.queue_url,  # the redrive sends dead letters back there
     }
-    # No bucket: recall reads one partition of the table and nothing of the archive.
-    recall = {"MEMORY_TABLE_NAME": resources.table, **_shared(config), **_embeddings(config)}
+    # Recall reads one partition of the table and the stored copy of its episodes (recall/), which
+    # it checks against the condenser's cap.
+    recall = {
+        **common,
+        **_embeddings(config),
+        "MEMORY_MAX_EPISODES": str(config.max_episodes),
+    }
     environments: dict[FunctionName, dict[str, str]] = {
         "get_memory": common | _budgets(config),  # the usage route answers the tenant's budget
         "ingest": ingest,

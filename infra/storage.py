@@ -120,6 +120,7 @@ def _lifecycle_rule(rule: LifecycleRule) -> s3.LifecycleRule:
     return s3.LifecycleRule(
         id=rule.id,
         prefix=rule.prefix,
+        tag_filters=dict([rule.tag]) if rule.tag else None,
         expiration=_days(rule.expiration_days),
         abort_incomplete_multipart_upload_after=_days(rule.abort_incomplete_upload_days),
     )

@@ -211,6 +211,9 @@ def _create_bucket(s3: Any, spec: BucketSpec, region: str) -> None:
 
 def _lifecycle_rule(rule: LifecycleRule) -> dict[str, Any]:
     document: dict[str, Any] = {"ID": rule.id, "Filter": {"Prefix": rule.prefix or ""}, "Status": "Enabled"}
+    if rule.tag is not None:
+        tag = {"Key": rule.tag[0], "Value": rule.tag[1]}
+        document["Filter"] = {"And": {"Prefix": rule.prefix or "", "Tags": [tag]}}
     if rule.expiration_days is not None:
         document["Expiration"] = {"Days": rule.expiration_days}
     if rule.abort_incomplete_upload_days is not None:

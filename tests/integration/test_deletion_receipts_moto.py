@@ -38,6 +38,7 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
     in_flight = service.call("POST", USER, {"items": [{"id": "t9", "text": "I moved to Berlin."}]})
     kinds, vectors, objects = stored(aws)
     assert kinds["EPISODE"] == 3 and kinds["FACT"] == 1 and kinds["RECORD"] >= 1 and vectors["FACT"] == 1
+    assert objects["recall"] == 1  # the stored copy of the episodes
 
     answer = service.call("DELETE", USER)
     assert answer.status == 204
@@ -59,6 +60,7 @@ def test_forgetting_a_user_leaves_a_receipt_that_counts_what_each_store_held(ser
             "raw_objects": objects["raw"],
             "raw_items_blanked": 0,
             "history_objects": objects["history"],
+            "episode_copies": objects["recall"],
             "object_versions": 0,
         },
         "queue": {"messages_skipped": 1, "deferred_turns": 0},

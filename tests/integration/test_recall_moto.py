@@ -8,8 +8,10 @@ from typing import Any
 import boto3
 import pytest
 
+from hippocampus import wiring
 from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_table import user_pk
+from hippocampus.adapters.episode_snapshots import snapshot_key
 from tests.support.fakes import ScriptedModel
 
 T, U = "acme", "alice"
@@ -210,8 +212,10 @@ def test_the_indexer_after_a_condensation_reads_no_memory_item_again(service: An
     assert service.drain() == 2  # the turn and the fact's index request, in one batch
     reads = [name for name in calls[calls.index("TransactWriteItems") + 1 :] if name in DYNAMODB_READS]
     # After the condensation's write: the history's look at the generation (deletion wins), then the
-    # indexer, handed that generation: the facts and the newest episodes, no GetItem of its own.
-    assert reads == ["GetItem", "Query", "Query"]
+    # indexer, handed that generation: the facts and the newest episodes, no GetItem of its own; then
+    # the stored copy of the episodes kept: the memory item, the episodes since the copy, and the
+    # memory item again after storing it (adapters/episode_snapshots.py).
+    assert reads == ["GetItem", "Query", "Query", "GetItem", "Query", "GetItem"]
     assert query(service, "Lyon store", types=["episode"])["results"][0]["id"] == "t1"
     assert not query(service, "Lyon store")["retrieval"]["lexical_only"]
 
@@ -325,6 +329,10 @@ def test_a_record_invalidated_after_it_was_read_for_indexing_gets_no_vector(serv
 
 def test_the_first_query_reads_the_memory_facts_and_records_in_one_request(service: Any, aws: Any) -> None:
     ids = move_to_berlin(service)
+    # A function that holds no copy of the user's episodes, and no stored copy to start from.
+    boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
+    wiring.recall_service.cache_clear()
+    wiring.recall_store.cache_clear()
     calls: list[tuple[str, dict[str, Any]]] = []
 
     def record(model: Any, params: dict[str, Any], **_: Any) -> None:

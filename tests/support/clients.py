@@ -77,6 +77,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
     from hippocampus.adapters.episode_cache import EpisodeCache
+    from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
     from hippocampus.adapters.s3 import S3Archive
     from hippocampus.adapters.sqs import SqsDeadLetters, SqsJobQueue
     from hippocampus.adapters.tracing import NoTracing
@@ -170,7 +171,8 @@ def proxied_service(
         )
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
-    recall_store = DynamoRecallStore(table, memory, EpisodeCache(max_kept=2000))
+    copies = EpisodeSnapshots(aws.bucket_name, lambda: s3, longest_days=30)
+    recall_store = DynamoRecallStore(table, memory, EpisodeCache(max_kept=2000), copies)
     embedder = OfflineEmbedder()
     indexer = Indexer(recall_store, lambda: embedder)
     recall = RecallService(recall_store, lambda: embedder, tracing)

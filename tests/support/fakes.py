@@ -327,6 +327,7 @@ class FakeMemoryStore:
         # (tenant, user) → episode key → (episode, generation): in the user's partition, as in DynamoDB.
         self.episode_items: dict[tuple[str, str], dict[str, tuple[Episode, int]]] = {}
         self.vectors: dict[tuple[str, str], dict[str, Vector]] = {}
+        self.copies_kept: list[tuple[str, str, str | None]] = []
         # (tenant, user) → record id → (record, generation).
         self.record_items: dict[tuple[str, str], dict[str, tuple[MemoryRecord, int]]] = {}
 
@@ -441,13 +442,23 @@ class FakeMemoryStore:
                 stored[rewrite.after.id] = (rewrite.after, forget.generation)
             version = forget.expected_version + 1
             count = user.state.episode_count - len(forget.episodes)
+            revision = user.state.episodes_revision + 1
             user.listed = True
             user.state = MemoryState(
-                forget.memory, version, forget.word_count, forget.updated_at, forget.generation, count
+                forget.memory,
+                version,
+                forget.word_count,
+                forget.updated_at,
+                forget.generation,
+                count,
+                episodes_revision=revision,
             )
             if forget.memory is None:
                 user.state = MemoryState(
-                    generation=forget.generation, episode_count=count, version_floor=version
+                    generation=forget.generation,
+                    episode_count=count,
+                    episodes_revision=revision,
+                    version_floor=version,
                 )
             self._jobs.add(forget.job, forget.generation)
             return EpisodeErasure(records=present, vectors=erased)
@@ -543,6 +554,14 @@ class FakeMemoryStore:
                 return False
         self.vectors.setdefault((tenant_id, user_id), {})[document.key] = vector
         return True
+
+    def revise_episodes(self, tenant_id: str, user_id: str) -> None:
+        user = self._user(tenant_id, user_id)
+        user.state = replace(user.state, episodes_revision=user.state.episodes_revision + 1)
+
+    def keep_copy(self, tenant_id: str, user_id: str, model: str | None) -> None:
+        """This store reads every query whole: the copies it was asked to keep are only noted."""
+        self.copies_kept.append((tenant_id, user_id, model))
 
     def trim_episodes(self, tenant_id: str, user_id: str, keep: int) -> int:
         stored = self.episode_items.get((tenant_id, user_id), {})
@@ -829,6 +848,8 @@ class FakeArchive:
         self.raw: dict[str, dict[str, Any]] = {}
         self._raw_order = itertools.count()
         self.history: dict[tuple[str, str, int], dict[int, HistoryVersion]] = {}
+        # The stored copy of a user's episodes (recall/), by user: what a test put there.
+        self.episode_copies: dict[tuple[str, str], object] = {}
         self.before_history: Hook | None = None
         self.fail_put_raw: Exception | None = None
         self.before_raw: Hook | None = None
@@ -908,7 +929,12 @@ class FakeArchive:
             for key, versions in self.history.items()
             if key[:2] != (tenant_id, user_id) or key[2] >= generation
         }
-        return ArchiveErasure(raw_before - len(self.raw), history_before - self.history_count())
+        copies = self.drop_episode_copy(tenant_id, user_id)
+        return ArchiveErasure(raw_before - len(self.raw), history_before - self.history_count(), copies)
+
+    def drop_episode_copy(self, tenant_id: str, user_id: str) -> int:
+        """The stored copies of episodes are the recall store's (`episode_copies`): one per user."""
+        return int(self.episode_copies.pop((tenant_id, user_id), None) is not None)
 
     def history_count(self) -> int:
         return sum(len(versions) for versions in self.history.values())

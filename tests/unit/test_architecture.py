@@ -189,7 +189,7 @@ def test_recall_import_with_offline_embeddings_loads_no_sdk_no_write_path_and_no
 import json, os, sys
 for name in ("OPENAI_API_KEY", "MEMORY_LLM_API_KEY_SECRET", "MEMORY_EMBEDDING_PROVIDER", "MEMORY_EMBEDDING_MODEL"):
     os.environ.pop(name, None)  # the default provider: offline
-os.environ.update(MEMORY_TABLE_NAME="t", AWS_DEFAULT_REGION="us-east-1",
+os.environ.update(MEMORY_TABLE_NAME="t", MEMORY_BUCKET_NAME="b", AWS_DEFAULT_REGION="us-east-1",
                   AWS_EXECUTION_ENV="AWS_Lambda_python3.13", MEMORY_TRACING="xray")
 import importlib.util
 spec = importlib.util.spec_from_file_location("handler", {str(ROOT / "functions/recall/handler.py")!r})

@@ -3,7 +3,8 @@ and that it never answers with an episode the partition no longer has nor misses
 
 from datetime import UTC, datetime
 
-from hippocampus.adapters.episode_cache import MAX_AGE_S, CachedEpisode, EpisodeCache
+from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache, UserEpisodes
+from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.models import Episode
 from hippocampus.contracts.recall_ports import Indexed, Vector
 
@@ -34,15 +35,15 @@ class Partition:
         return sorted((sk, e) for sk, e in self.items.items() if start is None or sk >= start)
 
 
-class Clock:
-    now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+def at(count: int, generation: int = 0, revision: int = 0) -> MemoryState:
+    """The memory item as read before the episodes."""
+    return MemoryState(generation=generation, episode_count=count, episodes_revision=revision)
 
 
-def ids(cache: EpisodeCache, partition: Partition, count: int, generation: int = 0) -> list[str]:
-    kept = cache.episodes(USER, generation, count, MODEL, partition.read)
+def ids(
+    cache: EpisodeCache, partition: Partition, count: int, generation: int = 0, revision: int = 0
+) -> list[str]:
+    kept = cache.episodes(USER, at(count, generation, revision), MODEL, partition.read)
     return [entry.document.id for entry in kept.current(now_epoch=0)]
 
 
@@ -69,7 +70,7 @@ def test_episodes_still_waiting_for_a_vector_are_read_again_until_they_have_one(
     ids(cache, partition, 4)
     partition.add(3)  # the indexer gave it its vector
     partition.add(4)
-    kept = cache.episodes(USER, 0, 4, MODEL, partition.read)
+    kept = cache.episodes(USER, at(4, 0), MODEL, partition.read)
     assert partition.reads[-1] == episode(3)[0]
     assert all(entry.vector is not None for entry in kept.current(0))
     ids(cache, partition, 4)
@@ -78,8 +79,8 @@ def test_episodes_still_waiting_for_a_vector_are_read_again_until_they_have_one(
 
 def test_a_vector_of_another_model_counts_as_none() -> None:
     cache, partition = EpisodeCache(max_kept=2000), Partition(1, 2)
-    cache.episodes(USER, 0, 2, "another-model@128", partition.read)
-    cache.episodes(USER, 0, 2, "another-model@128", partition.read)
+    cache.episodes(USER, at(2, 0), "another-model@128", partition.read)
+    cache.episodes(USER, at(2, 0), "another-model@128", partition.read)
     assert partition.reads[-1] == episode(1)[0]
 
 
@@ -93,26 +94,46 @@ def test_a_delete_a_trim_and_expiry_never_leave_an_episode_behind() -> None:
     assert ids(cache, partition, 1, generation=1) == ["t7"]  # deleted: another generation
     assert partition.reads[-1] is None
     expiring = EpisodeCache(max_kept=10)
-    kept = expiring.episodes(USER, 0, 1, MODEL, lambda _: [episode(1, expires_at=500)])
+    kept = expiring.episodes(USER, at(1), MODEL, lambda _: [episode(1, expires_at=500)])
     assert [e.document.id for e in kept.current(now_epoch=499)] == ["t1"]
     assert kept.current(now_epoch=500) == []
 
 
-def test_a_copy_older_than_its_maximum_age_is_read_whole_again() -> None:
-    clock = Clock()
-    cache, partition = EpisodeCache(max_kept=2000, clock=clock), Partition(1)
-    ids(cache, partition, 1)
-    clock.now += MAX_AGE_S + 1
-    ids(cache, partition, 1)
+def test_an_episode_forgotten_at_the_cap_is_never_returned_even_when_the_count_adds_up() -> None:
+    cache, partition = EpisodeCache(max_kept=3), Partition(1, 2, 3)
+    ids(cache, partition, 3)
+    del partition.items[episode(2)[0]]  # forgotten: the count goes down, the revision up
+    partition.add(4)  # then a turn: the count is 3 again, as a trim of the oldest would leave it
+    assert ids(cache, partition, 3, revision=1) == ["t1", "t3", "t4"]
+    assert partition.reads[-1] is None
+
+
+def test_a_re_index_of_old_episodes_makes_the_copy_read_whole_again() -> None:
+    cache, partition = EpisodeCache(max_kept=2000), Partition(1, 2)
+    ids(cache, partition, 2)
+    ids(cache, partition, 2, revision=1)
     assert partition.reads == [None, None]
+
+
+def test_a_stored_copy_is_read_from_its_newest_episode_only_when_it_still_holds() -> None:
+    cache, partition = EpisodeCache(max_kept=2000), Partition(1, 2, 3)
+    stored = UserEpisodes(generation=0, episode_count=2, revision=0)
+    stored.merge([episode(1), episode(2)])
+    cache.adopt(USER, stored)
+    assert ids(cache, partition, 3) == ["t1", "t2", "t3"]
+    assert partition.reads == [episode(2)[0]]
+    cache.forget(USER)
+    cache.adopt(USER, stored)
+    assert ids(cache, partition, 3, generation=1) == ["t1", "t2", "t3"]  # another life: read whole
+    assert partition.reads[-1] is None
 
 
 def test_the_least_recently_queried_users_are_dropped_past_the_bound() -> None:
     cache = EpisodeCache(max_kept=2000, max_episodes=4)
     first, second = Partition(1, 2, 3), Partition(4, 5, 6)
-    cache.episodes(("acme", "first"), 0, 3, MODEL, first.read)
-    cache.episodes(("acme", "second"), 0, 3, MODEL, second.read)
-    cache.episodes(("acme", "first"), 0, 3, MODEL, first.read)
+    cache.episodes(("acme", "first"), at(3, 0), MODEL, first.read)
+    cache.episodes(("acme", "second"), at(3, 0), MODEL, second.read)
+    cache.episodes(("acme", "first"), at(3, 0), MODEL, first.read)
     assert first.reads == [None, None]  # dropped when the second user came
-    cache.episodes(("acme", "first"), 0, 3, MODEL, first.read)
+    cache.episodes(("acme", "first"), at(3, 0), MODEL, first.read)
     assert first.reads[-1] == episode(3)[0]  # kept now: the one user held

@@ -249,6 +249,21 @@ def test_a_query_is_ranked_by_words_when_the_embedding_provider_is_down(ports):
     assert status == 200 and {"type": "fact", "id": "pay"} in context["sources"]
 
 
+def test_a_re_index_of_every_episode_marks_the_copies_of_the_episodes_stale(ports):
+    from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+    from hippocampus.domain.recall.indexing import ALL_EPISODES
+
+    seed(ports)
+    revision = ports.store.read_memory(T, U, with_facts=False)[0].episodes_revision
+    ports.indexer().index_user(T, U)  # the newest episodes: a copy reads them again anyway
+    assert ports.store.read_memory(T, U, with_facts=False)[0].episodes_revision == revision
+    ports.embedder = OfflineEmbedder(dimensions=128)  # another model: every episode gets a vector
+    ports.indexer().index_user(T, U, ALL_EPISODES)
+    assert ports.store.read_memory(T, U, with_facts=False)[0].episodes_revision == revision + 1
+    # Every pass ends by keeping the stored copy of the user's episodes up to date.
+    assert ports.store.copies_kept[-1] == (T, U, "wordllama-l2-supercat@128")
+
+
 def test_indexing_stops_between_calls_when_the_invocation_runs_short(ports):
     from hippocampus.domain.recall.indexing import IndexingCut
 

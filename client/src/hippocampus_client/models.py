@@ -265,11 +265,12 @@ class DynamoDbErased(ApiModel):
 
 class S3Erased(ApiModel):
     """Objects of the archive bucket a delete erased. Always in the answer: `raw_objects`,
-    `raw_items_blanked`, `history_objects`, `object_versions`."""
+    `raw_items_blanked`, `history_objects`, `episode_copies`, `object_versions`."""
 
     raw_objects: int = 0
     raw_items_blanked: int = 0
     history_objects: int = 0
+    episode_copies: int = 0
     object_versions: int = 0
 
 

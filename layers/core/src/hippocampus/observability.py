@@ -54,6 +54,7 @@ class MetricName(StrEnum):
     ITEMS_CUT_TO_PROMPT_BUDGET = "ItemsCutToPromptBudget"
     DOCUMENTS_INDEXED = "DocumentsIndexed"
     INDEXING_FAILED = "IndexingFailed"
+    EPISODE_COPY_FAILED = "EpisodeCopyFailed"
     QUERIES = "Queries"
     QUERY_EMBEDDING_FAILED = "QueryEmbeddingFailed"
     RECORD_OPERATIONS_APPLIED = "RecordOperationsApplied"

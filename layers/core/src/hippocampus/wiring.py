@@ -182,8 +182,14 @@ def list_service() -> "ListService":
 def recall_store() -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.episode_cache import EpisodeCache
+    from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
 
-    return DynamoRecallStore(_table(), memory_store(), EpisodeCache(get_settings().max_episodes))
+    settings = get_settings()
+    # The stored copies of users' episodes live as long as an episode at most (its item's TTL).
+    snapshots = EpisodeSnapshots(
+        settings.require("bucket_name"), lambda: aws_clients.client("s3"), settings.job_retention_days
+    )
+    return DynamoRecallStore(_table(), memory_store(), EpisodeCache(settings.max_episodes), snapshots)
 
 
 @once

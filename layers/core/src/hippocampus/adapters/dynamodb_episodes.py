@@ -45,6 +45,16 @@ def episode_put(
     item: dict[str, Any] = {
         PK: user_pk(tenant_id, user_id),
         SK: episode_sk(episode.place),
+        **episode_attributes(episode),
+        "generation": generation,
+        TTL: table.epoch() + ttl_s,
+    }
+    return {"Put": {"TableName": table.name, "Item": values(item)}}
+
+
+def episode_attributes(episode: Episode) -> dict[str, Any]:
+    """What an episode's item holds of it (`episode_of` reads them back)."""
+    attributes: dict[str, Any] = {
         "id": episode.id,
         "job_id": episode.job_id,
         "text": episode.text,
@@ -55,12 +65,10 @@ def episode_put(
         "created_at": iso(episode.created_at),
         "occurred_at": iso(episode.occurred_at),
         "position": episode.position,
-        "generation": generation,
-        TTL: table.epoch() + ttl_s,
     }
     if episode.title is not None:
-        item["title"] = episode.title
-    return {"Put": {"TableName": table.name, "Item": values(item)}}
+        attributes["title"] = episode.title
+    return attributes
 
 
 def episode_of(item: Item) -> Episode:

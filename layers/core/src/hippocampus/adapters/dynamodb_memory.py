@@ -25,6 +25,7 @@ from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
     EPISODE_PREFIX,
+    EPISODES_REVISION,
     FACT_BYTES,
     FACT_COUNT,
     FACT_PREFIX,
@@ -183,6 +184,9 @@ class DynamoMemoryStore:
             # copy of the episodes is read again when the count no longer adds up)
             update += f" ADD {EPISODE_COUNT} :episodes"
             plain[":episodes"] = episode_change
+            if episode_change < 0:  # an episode forgotten: a copy of the episodes is read whole again
+                update += f", {EPISODES_REVISION} :one"
+                plain[":one"] = 1
         if write.memory is None:  # a summary rebuilt from no records: none, as for a new user
             update += " REMOVE #m"
         # On the version counter as read: a delete keeps it, and so does an expired memory DynamoDB
@@ -245,7 +249,7 @@ class DynamoMemoryStore:
             TableName=self._table.name,
             Key=key(pk, MEMORY_SK),
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, "
-            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {TTL}, "
+            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {EPISODES_REVISION}, {TTL}, "
             # The facts' counts go too: the next fact write counts the new life's facts.
             f"{FACT_COUNT}, {FACT_BYTES}, {FACT_REVISION}, {FACTS_SETTLING_UNTIL}, "
             # Off the tenant's list of users until something is stored again.

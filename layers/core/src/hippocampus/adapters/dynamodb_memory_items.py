@@ -16,7 +16,14 @@ from hippocampus.adapters.dynamodb_items import (
     is_expired,
     with_prefix,
 )
-from hippocampus.adapters.dynamodb_table import EPISODE_COUNT, FACT_PREFIX, MEMORY_SK, Table, user_pk
+from hippocampus.adapters.dynamodb_table import (
+    EPISODE_COUNT,
+    EPISODES_REVISION,
+    FACT_PREFIX,
+    MEMORY_SK,
+    Table,
+    user_pk,
+)
 from hippocampus.contracts.memory_state import FactFields, MemoryState, StoredMemory
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 
@@ -29,6 +36,7 @@ def memory_state(item: Item | None, epoch: int) -> MemoryState:
         return MemoryState(
             generation=generation_of(item),
             episode_count=item.get(EPISODE_COUNT, 0),
+            episodes_revision=item.get(EPISODES_REVISION, 0),
             version_floor=item.get("version", 0),
         )
     updated_at = item.get("updated_at")
@@ -39,6 +47,7 @@ def memory_state(item: Item | None, epoch: int) -> MemoryState:
         updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
         generation=generation_of(item),
         episode_count=item.get(EPISODE_COUNT, 0),
+        episodes_revision=item.get(EPISODES_REVISION, 0),
     )
 
 

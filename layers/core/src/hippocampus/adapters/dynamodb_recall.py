@@ -1,10 +1,12 @@
 """RecallStore on the DynamoDB table: a user's facts, current records and episodes with their vectors.
 
-A user's first query in a function reads the facts, the memory item and the records in one Query
-from `FACT#` on (they sort `EPISODE#…` < `FACT#…` < `MEMORY` < `RECORD#…`; a memory read stops at
-`MEMORY`), then all the episodes. Afterwards one Query reads only what changed: from the episode the
-function's copy needs next, through the records (adapters/episode_cache.py; docs/architecture.md
-"Recall"). Vectors live on the items themselves (adapters/vector_codec.py).
+A query reads the memory item, the facts and the records, and the episodes the function's copy of
+the user's episodes lacks, in one Query from the highest sort key down (they sort `EPISODE#…` <
+`FACT#…` < `MEMORY` < `RECORD#…`): from the episode the copy needs next, through the records
+(adapters/episode_cache.py; docs/architecture.md "Recall"). A function without a copy of the user
+starts from the stored one the condenser keeps (`keep_copy`, adapters/episode_snapshots.py); without
+either, it reads the facts, the memory item and the records from `FACT#` on, then all the episodes.
+Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
 from datetime import datetime
@@ -12,12 +14,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hippocampus.adapters.dynamodb_episodes import episode_of
 from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, generation_of, with_prefix
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
 from hippocampus.adapters.dynamodb_records import record_of
 from hippocampus.adapters.dynamodb_table import (
     EPISODE_PREFIX,
+    EPISODES_REVISION,
     FACT_PREFIX,
     MEMORY_SK,
     RECORD_PREFIX,
@@ -27,25 +29,27 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
-from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache
-from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, unpack
+from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache, cached_episode, stored_vector
+from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack
 from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
-from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
-
-
-def _vector(item: Item) -> Vector | None:
-    if VECTOR_ATTRIBUTE not in item or VECTOR_MODEL_ATTRIBUTE not in item:
-        return None
-    return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
+from hippocampus.observability import MetricName, logger, record_metric
 
 
 class DynamoRecallStore:
-    def __init__(self, table: Table, memory: DynamoMemoryStore, cache: EpisodeCache) -> None:
+    def __init__(
+        self,
+        table: Table,
+        memory: DynamoMemoryStore,
+        cache: EpisodeCache,
+        snapshots: EpisodeSnapshots | None = None,
+    ) -> None:
         self._table = table
         self._memory = memory
         self._cache = cache
+        self._snapshots = snapshots
 
     def _partition_head(self, items: list[Item]) -> tuple[MemoryState, list[Item], list[Item]]:
         """The memory's state, its current facts and its current records (not invalidated), among
@@ -59,12 +63,13 @@ class DynamoRecallStore:
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
         user = (tenant_id, user_id)
-        # A user this function ranked before: the memory item, the facts and the records, then the
-        # episodes since its copy, in one Query read from the highest sort key down (the episodes
-        # sort first). Otherwise the memory item first, then all the episodes. Read in this order,
-        # the episode count on the memory item is never newer than the episodes found: a write
-        # committed between the two reads shows as episodes the count does not account for, and
-        # the copy reads them whole (adapters/episode_cache.py).
+        self._start_from_stored_copy(user)
+        # A user this function ranked before (or whose stored copy it just read): the memory item,
+        # the facts and the records, then the episodes since its copy, in one Query read from the
+        # highest sort key down (the episodes sort first). Otherwise the memory item first, then
+        # all the episodes. Read in this order, the episode count on the memory item is never newer
+        # than the episodes found: a write committed between the two reads shows as episodes the
+        # count does not account for, and the copy reads them whole (adapters/episode_cache.py).
         start = self._cache.next_read(user, model)
         items = decoded_all(
             self._table.query_partition(pk, sk_from=start or FACT_PREFIX, highest_first=start is not None)
@@ -73,25 +78,72 @@ class DynamoRecallStore:
         found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
 
         def read(since: str | None) -> list[tuple[str, CachedEpisode]]:
-            if since is None or since != start:
-                # Expired episodes too: the cache keeps each one's TTL and drops it when it passes.
-                query = self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since)
-                episodes = decoded_all(query)
-            else:
-                episodes = found
-            return [
-                (item[SK], CachedEpisode(Indexed(episode_of(item), _vector(item)), item.get(TTL)))
-                for item in episodes
-                if generation_of(item) == state.generation
-            ]
+            episodes = found if since is not None and since == start else self._episodes_from(pk, since)
+            return _of_generation(episodes, state.generation)
 
-        episodes = self._cache.episodes(user, state.generation, state.episode_count, model, read)
+        episodes = self._cache.episodes(user, state, model, read)
         return Corpus(
             state=state,
-            facts=[Indexed(fact_of(item), _vector(item)) for item in facts],
+            facts=[Indexed(fact_of(item), stored_vector(item)) for item in facts],
             episodes=episodes.current(self._table.epoch()),
-            records=[Indexed(record_of(item), _vector(item)) for item in records],
+            records=[Indexed(record_of(item), stored_vector(item)) for item in records],
         )
+
+    def keep_copy(self, tenant_id: str, user_id: str, model: str | None) -> None:
+        """Bring the stored copy of the user's episodes up to date (adapters/episode_snapshots.py)."""
+        if self._snapshots is None:
+            return
+        user = (tenant_id, user_id)
+        pk = user_pk(tenant_id, user_id)
+        self._start_from_stored_copy(user, quietly=False)
+        state, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)  # before the episodes
+        copy = self._cache.episodes(
+            user, state, model, lambda since: _of_generation(self._episodes_from(pk, since), state.generation)
+        )
+        if not copy.changed or not self._snapshots.store(tenant_id, user_id, copy, self._table.epoch()):
+            return
+        # A delete or a forget committed while this copy was made: what it erased may be in the
+        # copy just stored, after the erase's own sweep. Read the memory item again, as the summary
+        # history's writer does (docs/architecture.md "Deletion wins").
+        after, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)
+        if (after.generation, after.episodes_revision) != (copy.generation, copy.revision):
+            self._snapshots.delete(tenant_id, user_id)
+            self._cache.forget(user)
+
+    def revise_episodes(self, tenant_id: str, user_id: str) -> None:
+        try:
+            self._table.client().update_item(
+                TableName=self._table.name,
+                Key=key(user_pk(tenant_id, user_id), MEMORY_SK),
+                UpdateExpression=f"ADD {EPISODES_REVISION} :one",
+                ConditionExpression="attribute_exists(pk)",  # a user deleted since has no copy to stale
+                ExpressionAttributeValues=values({":one": 1}),
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+
+    def _start_from_stored_copy(self, user: tuple[str, str], quietly: bool = True) -> None:
+        """A user this function holds no copy of starts from the stored one, if any. Recall
+        (`quietly`) reads the whole partition instead when the copy cannot be read: it only saves
+        reads; the condenser, which keeps it, fails and passes over the user again."""
+        if self._snapshots is None or self._cache.holds(user):
+            return
+        try:
+            stored = self._snapshots.load(*user)
+        except Exception as error:
+            if not quietly:
+                raise
+            record_metric(MetricName.EPISODE_COPY_FAILED)
+            logger.warning("stored copy of the episodes unread", extra={"error_type": type(error).__name__})
+            return
+        if stored is not None:
+            self._cache.adopt(user, stored)
+
+    def _episodes_from(self, pk: str, since: str | None) -> list[Item]:
+        """The user's episodes from the sort key `since` on (None: all), expired ones too: the copy
+        keeps each one's TTL and drops it when it passes."""
+        return decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since))
 
     def unindexed(
         self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None
@@ -129,6 +181,10 @@ class DynamoRecallStore:
                 return False
             raise
         return True
+
+
+def _of_generation(items: list[Item], generation: int) -> list[tuple[str, CachedEpisode]]:
+    return [(item[SK], cached_episode(item)) for item in items if generation_of(item) == generation]
 
 
 _STILL_AS_READ = {"fact": " AND updated_at = :version", "record": " AND attribute_not_exists(invalidated_at)"}

@@ -11,8 +11,12 @@ the copy against the memory's `episode_count` (every episode written and not tri
 - the count is what the copy accounts for (the count it last saw plus the episodes it found
   since, or what is left after a trim to MEMORY_MAX_EPISODES): the copy is the partition's;
 - otherwise (an episode written out of order, e.g. redriven from the DLQ; a trim after TTL
-  deletions), or with another generation, or after MAX_AGE_S (a re-index of old episodes): the
-  user's episodes are read whole again.
+  deletions), or with another generation (a delete), or another `episodes_revision` (an episode
+  forgotten, old episodes re-indexed: changes a count cannot show): the user's episodes are read
+  whole again.
+
+The copy may also start from the one the condenser keeps in S3 (adapters/episode_snapshots.py),
+checked the same way: `adopt`.
 
 Bounded: at most MAX_EPISODES episodes for all users together, the least recently queried users
 dropped first; ~9 KB an episode with a 256-dimension vector (Python floats: a tuple ranks twice
@@ -20,17 +24,20 @@ as fast as an array of them), ~180 MB at most of the recall function's 1,024. Ra
 ~1.4 KB more of a kept episode (its document and its context, domain/recall/: ~30 MB at most).
 """
 
-import time
 from bisect import insort
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed
+from hippocampus.adapters.dynamodb_episodes import episode_of
+from hippocampus.adapters.dynamodb_items import Item
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, unpack
+from hippocampus.contracts.memory_state import MemoryState
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, Vector
 
 MAX_EPISODES: Final = 20_000
-MAX_AGE_S: Final = 300.0
 
 
 @dataclass
@@ -39,15 +46,29 @@ class CachedEpisode:
     expires_at: int | None  # the item's TTL (epoch seconds)
 
 
+def stored_vector(item: Item) -> Vector | None:
+    """The vector on a stored document (a fact's, an episode's, a record's), if it has one."""
+    if VECTOR_ATTRIBUTE not in item or VECTOR_MODEL_ATTRIBUTE not in item:
+        return None
+    return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
+
+
+def cached_episode(item: Item) -> CachedEpisode:
+    """An episode as the copy keeps it, from its item (the table's, or the stored copy's)."""
+    return CachedEpisode(Indexed(episode_of(item), stored_vector(item)), item.get(TTL))
+
+
 @dataclass
 class UserEpisodes:
-    """One user's episodes as of `episode_count`, by sort key."""
+    """One user's episodes as of `episode_count` and `revision`, by sort key."""
 
     generation: int
     episode_count: int
-    loaded_at: float
+    revision: int
     by_key: dict[str, CachedEpisode] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)  # ascending: the oldest first
+    # Whether it changed since it was stored or loaded (adapters/episode_snapshots.py).
+    changed: bool = True
 
     def read_from(self, model: str | None) -> str | None:
         """The sort key to read again from (inclusive); None when nothing is kept."""
@@ -72,12 +93,14 @@ class UserEpisodes:
             elif kept == episode:
                 continue  # read again as it was (each read starts at the newest kept): the same object stays
             self.by_key[sk] = episode
+            self.changed = True
         return added
 
     def keep_newest(self, count: int) -> None:
         excess, self.keys = self.keys[: max(0, len(self.keys) - count)], self.keys[-count:] if count else []
         for sk in excess:
             del self.by_key[sk]
+        self.changed = self.changed or bool(excess)
 
     def current(self, now_epoch: int) -> list[Indexed]:
         return [
@@ -93,31 +116,21 @@ EpisodeReader = Callable[[str | None], list[tuple[str, CachedEpisode]]]
 class EpisodeCache:
     """Users' episodes by (tenant, user), checked against their memory item on every use."""
 
-    def __init__(
-        self,
-        max_kept: int,
-        max_episodes: int = MAX_EPISODES,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, max_kept: int, max_episodes: int = MAX_EPISODES) -> None:
         self._max_kept = max_kept  # MEMORY_MAX_EPISODES: what a trim leaves
         self._max_episodes = max_episodes
-        self._clock = clock
         self._users: OrderedDict[tuple[str, str], UserEpisodes] = OrderedDict()
 
     def episodes(
-        self,
-        user: tuple[str, str],
-        generation: int,
-        episode_count: int,
-        model: str | None,
-        read: EpisodeReader,
+        self, user: tuple[str, str], state: MemoryState, model: str | None, read: EpisodeReader
     ) -> UserEpisodes:
-        """The user's episodes; `read(start)` reads those from the sort key `start` on (None: all)."""
+        """The user's episodes as of `state` (the memory item, read before the episodes);
+        `read(start)` reads those from the sort key `start` on (None: all)."""
         kept = self._users.pop(user, None)
-        if kept is not None and not self._refresh(kept, generation, episode_count, model, read):
+        if kept is not None and not self._refresh(kept, state, model, read):
             kept = None
         if kept is None:
-            kept = UserEpisodes(generation, episode_count, self._clock())
+            kept = UserEpisodes(state.generation, state.episode_count, state.episodes_revision)
             kept.merge(read(None))
         self._users[user] = kept
         self._bound()
@@ -127,16 +140,24 @@ class EpisodeCache:
         """Where the next `episodes` call for `user` will read from if its copy is still good (None:
         nothing kept), so a store can read those episodes in the same request as the memory item."""
         kept = self._users.get(user)
-        return kept.read_from(model) if kept is not None and self._young(kept) else None
+        return kept.read_from(model) if kept is not None else None
+
+    def holds(self, user: tuple[str, str]) -> bool:
+        return user in self._users
+
+    def adopt(self, user: tuple[str, str], copy: UserEpisodes) -> None:
+        """Start from a stored copy (checked against the memory item at the next `episodes` call)."""
+        self._users[user] = copy
+        self._bound()
 
     def forget(self, user: tuple[str, str]) -> None:
         self._users.pop(user, None)
 
     def _refresh(
-        self, kept: UserEpisodes, generation: int, episode_count: int, model: str | None, read: EpisodeReader
+        self, kept: UserEpisodes, state: MemoryState, model: str | None, read: EpisodeReader
     ) -> bool:
         """Bring the copy up to date; False when it must be read whole instead."""
-        if kept.generation != generation or not self._young(kept):
+        if (kept.generation, kept.revision) != (state.generation, state.episodes_revision):
             return False
         start = kept.read_from(model)
         if start is None:
@@ -144,14 +165,11 @@ class EpisodeCache:
         expected = kept.episode_count + kept.merge(read(start))
         if len(kept.keys) > self._max_kept:
             kept.keep_newest(self._max_kept)
-        if episode_count not in (expected, len(kept.keys)):
+        if state.episode_count not in (expected, len(kept.keys)):
             return False
-        kept.episode_count = episode_count
+        kept.changed = kept.changed or kept.episode_count != state.episode_count
+        kept.episode_count = state.episode_count
         return True
-
-    def _young(self, kept: UserEpisodes) -> bool:
-        """Read whole within MAX_AGE_S: older, it may miss a re-index of old episodes."""
-        return self._clock() - kept.loaded_at <= MAX_AGE_S
 
     def _bound(self) -> None:
         total = sum(len(user.keys) for user in self._users.values())

@@ -1,4 +1,5 @@
-"""ArchiveStore on one S3 bucket: raw payloads (`raw/`) and summary history (`history/`), each with its own lifecycle."""
+"""ArchiveStore on one S3 bucket: raw payloads (`raw/`) and summary history (`history/`), each with its
+own lifecycle; a user's erasure takes the stored copy of their episodes (`recall/`) too."""
 
 import json
 import re
@@ -12,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from hippocampus.contracts.errors import DependencyUnavailable
 from hippocampus.contracts.models import HistoryVersion
-from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX
+from hippocampus.contracts.names import HISTORY_PREFIX, RAW_PREFIX, RECALL_PREFIX
 from hippocampus.contracts.ports import RawForgotten
 from hippocampus.contracts.receipts import ArchiveErasure
 
@@ -34,7 +35,9 @@ def _raw_prefix(tenant_id: str, user_id: str, generation: int) -> str:
 
 
 def _user_prefixes(tenant_id: str, user_id: str) -> list[str]:
-    return [f"{prefix}{tenant_id}/{user_id}/" for prefix in (RAW_PREFIX, HISTORY_PREFIX)]
+    # recall/: the stored copy of the user's episodes (adapters/episode_snapshots.py), whose key
+    # holds no generation: it always goes.
+    return [f"{prefix}{tenant_id}/{user_id}/" for prefix in (RAW_PREFIX, HISTORY_PREFIX, RECALL_PREFIX)]
 
 
 def _written_before(key: str, generation: int) -> bool:
@@ -163,23 +166,29 @@ class S3Archive:
             return list(pool.map(self._get_json, keys))
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> ArchiveErasure:
-        erased: list[int] = []
-        for prefix in _user_prefixes(tenant_id, user_id):
-            # What the user's new life (this generation on) has written already stays.
-            keys = [{"Key": key} for key in self._keys(prefix) if _written_before(key, generation)]
-            erased.append(len(keys))
-            for chunk in batched(keys, 1000):
-                response = self._client().delete_objects(
-                    Bucket=self._bucket, Delete={"Objects": list(chunk), "Quiet": True}
+        # What the user's new life (this generation on) has written already stays.
+        raw_objects, history_objects, episode_copies = (
+            self._erase([key for key in self._keys(prefix) if _written_before(key, generation)])
+            for prefix in _user_prefixes(tenant_id, user_id)
+        )
+        return ArchiveErasure(raw_objects, history_objects, episode_copies)
+
+    def drop_episode_copy(self, tenant_id: str, user_id: str) -> int:
+        return self._erase(self._keys(f"{RECALL_PREFIX}{tenant_id}/{user_id}/"))
+
+    def _erase(self, keys: list[str]) -> int:
+        """Delete the objects at `keys`; how many."""
+        for chunk in batched(keys, 1000):
+            response = self._client().delete_objects(
+                Bucket=self._bucket, Delete={"Objects": [{"Key": key} for key in chunk], "Quiet": True}
+            )
+            if response.get("Errors"):
+                # S3 answers 200 even when some keys stay: the user is not forgotten until they go.
+                codes = sorted({error.get("Code", "unknown") for error in response["Errors"]})
+                raise DependencyUnavailable(
+                    f"{len(response['Errors'])} object(s) could not be erased: {codes}"
                 )
-                if response.get("Errors"):
-                    # S3 answers 200 even when some keys stay: the user is not forgotten until they go.
-                    codes = sorted({error.get("Code", "unknown") for error in response["Errors"]})
-                    raise DependencyUnavailable(
-                        f"{len(response['Errors'])} object(s) could not be erased: {codes}"
-                    )
-        raw_objects, history_objects = erased
-        return ArchiveErasure(raw_objects=raw_objects, history_objects=history_objects)
+        return len(keys)
 
     def _put_json(self, key: str, payload: Mapping[str, Any], if_match: str | None = None) -> None:
         self._client().put_object(

@@ -17,6 +17,9 @@ class MemoryState:
     generation: int = 0
     # Episodes written since the last trim, at least (a hint: retries and TTL make it high).
     episode_count: int = 0
+    # Bumped by each change of the episodes a count cannot show (one forgotten, old ones given
+    # new vectors): a copy of the episodes made before it is read whole again (adapters/episode_cache.py).
+    episodes_revision: int = 0
     # The last version of a summary a delete (or the memory TTL) emptied: versions go on after it,
     # so none read before a delete ever matches after it (docs/api.md "Headers").
     version_floor: int = 0

@@ -38,6 +38,20 @@ DELETION_RECEIPT_HEADER: Final = "Deletion-Receipt"
 # S3 archive bucket prefixes, each with its own lifecycle expiration.
 RAW_PREFIX: Final = "raw/"
 HISTORY_PREFIX: Final = "history/"
+# The stored copy of each user's episodes that a recall function's first query starts from. Each
+# copy is tagged with the days it may live (its first episode's expiry, rounded down to one of
+# `recall_expiry_days`), and one lifecycle rule per value expires it then.
+RECALL_PREFIX: Final = "recall/"
+RECALL_EXPIRY_TAG: Final = "hippocampus-expiry-days"
+
+
+def recall_expiry_days(longest_days: int) -> list[int]:
+    """The values of RECALL_EXPIRY_TAG: 1, 2, 4, ... up to `longest_days` (an episode's life)."""
+    days = [1]
+    while days[-1] * 2 <= longest_days:
+        days.append(days[-1] * 2)
+    return days
+
 
 # SQS FIFO: the condenser's event source and its dead-letter queue.
 DLQ_MAX_RECEIVE_COUNT: Final = 5

@@ -293,7 +293,12 @@ class ArchiveStore(Protocol):
         ...
 
     def erase_user(self, tenant_id: str, user_id: str, generation: int) -> ArchiveErasure:
-        """Erase the user's payloads and history of every generation before `generation`."""
+        """Erase the user's payloads and history of every generation before `generation`, and the
+        stored copy of their episodes."""
+        ...
+
+    def drop_episode_copy(self, tenant_id: str, user_id: str) -> int:
+        """Erase the stored copy of the user's episodes (an episode was forgotten); how many objects."""
         ...
 
 

@@ -75,3 +75,13 @@ class RecallStore(Protocol):
         """Store it unless the document has gone or changed since it was read (then False): a fact
         replaced, a record invalidated (an invalidated record keeps no vector: it is not ranked)."""
         ...
+
+    def revise_episodes(self, tenant_id: str, user_id: str) -> None:
+        """Mark the user's episodes changed in a way their count does not show (old ones given new
+        vectors): a copy of them made before is read whole again."""
+        ...
+
+    def keep_copy(self, tenant_id: str, user_id: str, model: str | None) -> None:
+        """Bring the stored copy of the user's episodes, which a function's first query of the user
+        starts from, up to date with the partition (`model`: the one whose vectors count)."""
+        ...

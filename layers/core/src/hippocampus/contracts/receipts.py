@@ -44,6 +44,7 @@ class S3Erased(Counts):
     # a payload that held only it is deleted, and counted in raw_objects).
     raw_items_blanked: int = 0
     history_objects: int = 0  # past versions of the summary (history/)
+    episode_copies: int = 0  # the stored copy of the episodes recall starts from (recall/)
     object_versions: int = 0  # the bucket is unversioned: a deleted object leaves no version behind
 
 
@@ -135,6 +136,7 @@ class EpisodeErasure:
 class ArchiveErasure:
     raw_objects: int
     history_objects: int
+    episode_copies: int = 0
 
 
 class ReceiptStore(Protocol):

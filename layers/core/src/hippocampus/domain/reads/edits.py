@@ -215,7 +215,11 @@ def erased_counts(
             idempotency_records=jobs.idempotency_records,
             pii_placeholders=memory.placeholders,
         ),
-        s3=S3Erased(raw_objects=archive.raw_objects, history_objects=archive.history_objects),
+        s3=S3Erased(
+            raw_objects=archive.raw_objects,
+            history_objects=archive.history_objects,
+            episode_copies=archive.episode_copies,
+        ),
         queue=QueueErased(messages_skipped=jobs.skipped, deferred_turns=deferred_turns),
         vectors=memory.vectors,
     )

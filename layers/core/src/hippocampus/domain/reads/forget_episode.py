@@ -9,7 +9,9 @@ records left, as the next version, with no LLM call (the old summary may hold wh
 taught); and the forget's job, `completed` at that version. A condensation in flight loses its own
 conditional write and condenses again on top of the rebuilt summary; a delete of the user since
 makes the forget read again and find nothing. Last, the summary history from the version that
-condensed the episode on is erased: each later version was written from it.
+condensed the episode on is erased: each later version was written from it; and the stored copy of
+the user's episodes (adapters/episode_snapshots.py), which a copy stored meanwhile cannot escape: the
+transaction bumped the memory's episodes revision, which its writer checks after writing.
 """
 
 import uuid
@@ -104,12 +106,18 @@ class EpisodeForgetter:
                 state, found = self._find(tenant_id, user_id, episode_id)
                 continue
             history = self._forget_history(forget)
+            # Stored with the episode in it: the next pass over the user stores one without it.
+            with self._tracing.span("s3.drop_episode_copy", tenant_id=tenant_id):
+                copies = self._archive.drop_episode_copy(tenant_id, user_id)
             logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": forget.job.job_id})
             deletion = Deletion(tenant_id, user_id, "episode", episode_id, forget.generation, requested_at)
             erased = ErasedCounts(
                 dynamodb=DynamoDbErased(episodes=len(forget.episodes), records=erasure.records),
                 s3=S3Erased(
-                    raw_objects=raw["deleted"], raw_items_blanked=raw["blanked"], history_objects=history
+                    raw_objects=raw["deleted"],
+                    raw_items_blanked=raw["blanked"],
+                    history_objects=history,
+                    episode_copies=copies,
                 ),
                 vectors=erasure.vectors,
             )

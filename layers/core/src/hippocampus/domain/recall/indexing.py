@@ -7,6 +7,7 @@ user, which finds them again; the summary never waits for it.
 """
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from hippocampus.contracts.ports import Embedder
 from hippocampus.contracts.recall import IndexMessage
@@ -40,6 +41,20 @@ def model_key(embedder: Embedder) -> str:
     return f"{embedder.model}@{embedder.dimensions}"
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """One pass over a user (see `Indexer.index_user`)."""
+
+    tenant_id: str
+    user_id: str
+    recent_episodes: int
+    remaining_ms: Callable[[], int] | None
+    generation: int | None
+
+    def out_of_time(self) -> bool:
+        return self.remaining_ms is not None and self.remaining_ms() < INDEX_TIME_MS
+
+
 class Indexer:
     def __init__(self, store: RecallStore, embedder: Callable[[], Embedder | None]) -> None:
         self._store = store
@@ -53,26 +68,48 @@ class Indexer:
         remaining_ms: Callable[[], int] | None = None,
         generation: int | None = None,
     ) -> int:
-        """Give the user's unindexed documents a vector; return how many got one. Raises when the
-        embedding provider fails, or IndexingCut when the invocation's time (`remaining_ms`) runs
-        short between two calls (the caller decides whether that is retried or only logged).
-        `generation`: the one the caller just wrote the user's memory at (None: the store reads it)."""
+        """Give the user's unindexed documents a vector, then bring the stored copy of their
+        episodes up to date; return how many got a vector. Raises when the embedding provider
+        fails, or IndexingCut when the invocation's time (`remaining_ms`) runs short between two
+        calls (the caller decides whether that is retried or only logged). `generation`: the one
+        the caller just wrote the user's memory at (None: the store reads it)."""
+        one = _Pass(tenant_id, user_id, recent_episodes, remaining_ms, generation)
         embedder = self._embedder()
-        if embedder is None:  # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only
-            return 0
+        # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only, no vectors to make
+        stored = 0 if embedder is None else self._index(one, embedder)
+        self._keep_copy(one, model_key(embedder) if embedder else None)
+        return stored
+
+    def _index(self, one: _Pass, embedder: Embedder) -> int:
         model = model_key(embedder)
-        due = self._store.unindexed(tenant_id, user_id, model, recent_episodes, generation)
-        stored = 0
+        due = self._store.unindexed(one.tenant_id, one.user_id, model, one.recent_episodes, one.generation)
+        stored = episodes = 0
         for start in range(0, len(due), EMBED_BATCH):
-            if remaining_ms is not None and remaining_ms() < INDEX_TIME_MS:
+            if one.out_of_time():
                 raise IndexingCut(f"{len(due) - start} documents left for the next pass")
             chunk = due[start : start + EMBED_BATCH]
             vectors = embedder.embed([embedded_text(document) for document in chunk])
             for document, values in zip(chunk, vectors, strict=True):
-                stored += self._store.set_vector(tenant_id, user_id, document, Vector(model, tuple(values)))
+                if self._store.set_vector(one.tenant_id, one.user_id, document, Vector(model, tuple(values))):
+                    stored += 1
+                    episodes += document.kind == "episode"
+        if episodes and one.recent_episodes > RECENT_EPISODES:
+            # Episodes older than any copy reads again got vectors (a re-index): the copies are stale.
+            self._store.revise_episodes(one.tenant_id, one.user_id)
         if stored:
             record_metric(MetricName.DOCUMENTS_INDEXED, stored)
         return stored
+
+    def _keep_copy(self, one: _Pass, model: str | None) -> None:
+        """The stored copy of the user's episodes, up to date. A failure, or no time left for it,
+        is only logged: a first query then reads the partition whole, and the next pass tries again."""
+        if one.out_of_time():
+            return
+        try:
+            self._store.keep_copy(one.tenant_id, one.user_id, model)
+        except Exception as error:
+            record_metric(MetricName.EPISODE_COPY_FAILED)
+            logger.warning("stored copy of the episodes not kept", extra={"error_type": type(error).__name__})
 
 
 User = tuple[str, str]

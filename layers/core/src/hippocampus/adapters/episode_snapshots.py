@@ -1,0 +1,124 @@
+"""The stored copy of a user's episodes: one S3 object per user (or agent scope), kept by the
+condenser after each pass over the user, read by a recall function's first query of that user
+(docs/architecture.md "Recall").
+
+A first query used to read the whole partition (2,000 episodes with their vectors: ~2,200 items,
+8.6x a memory read). It now reads this one object, then the memory item with the facts and the
+records and only the episodes written since, in one Query; the copy is checked against the memory
+item exactly as a warm function's copy is (adapters/episode_cache.py: generation, episode count,
+episodes revision), so a stale or missing copy costs a whole read, never a wrong answer.
+
+`recall/<tenant>/<user>/episodes.json`: the episodes' items as the table holds them (their
+vectors in base64), with the generation, episode count and episodes revision they account for.
+It holds what the table holds and no more, so it goes with it:
+- a delete of the user erases it with the user's other objects (adapters/s3.py `erase_user`);
+  a copy stored after the delete's sweep is erased by its writer, which reads the memory item
+  again after writing (the summary history's rule, docs/architecture.md "Deletion wins");
+- forgetting an episode deletes it, and bumps the episodes revision, so a copy stored meanwhile
+  is erased by its writer the same way;
+- its episodes expire with their items: each object is tagged with the whole days left to its
+  first episode's expiry, rounded down to a power of two, and a lifecycle rule per tag expires it
+  then (infra/resources.py `archive_bucket`), so no copy outlives an episode by more than S3's daily run.
+"""
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any, Final, cast
+
+from botocore.exceptions import ClientError
+
+from hippocampus.adapters.dynamodb_episodes import episode_attributes
+from hippocampus.adapters.dynamodb_table import DAY_S
+from hippocampus.adapters.episode_cache import UserEpisodes, cached_episode
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack
+from hippocampus.contracts.models import Episode
+from hippocampus.contracts.names import RECALL_EXPIRY_TAG, RECALL_PREFIX, recall_expiry_days
+from hippocampus.contracts.names import TABLE_SORT_KEY as SK
+from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+
+FORMAT: Final = 1
+
+
+def snapshot_key(tenant_id: str, user_id: str) -> str:
+    return f"{RECALL_PREFIX}{tenant_id}/{user_id}/episodes.json"
+
+
+class EpisodeSnapshots:
+    def __init__(self, bucket: str, client: Callable[[], Any], longest_days: int) -> None:
+        self._bucket = bucket
+        self._client = client
+        self._tags = recall_expiry_days(longest_days)  # the raw payloads' retention: an episode's life
+
+    def load(self, tenant_id: str, user_id: str) -> UserEpisodes | None:
+        """The stored copy; None when there is none (or of a format this code does not read)."""
+        try:
+            answer = self._client().get_object(Bucket=self._bucket, Key=snapshot_key(tenant_id, user_id))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        stored = json.loads(answer["Body"].read())
+        if stored.get("format") != FORMAT:
+            return None
+        copy = UserEpisodes(stored["generation"], stored["episode_count"], stored["episodes_revision"])
+        copy.merge((row[SK], cached_episode(_item(row))) for row in stored["episodes"])
+        copy.changed = False
+        return copy
+
+    def store(self, tenant_id: str, user_id: str, copy: UserEpisodes, now_epoch: int) -> bool:
+        """Store the copy's unexpired episodes (none: delete the stored copy); False when it holds
+        none, so there is nothing to check after the write."""
+        rows = [_row(sk, copy) for sk in copy.keys]
+        rows = [row for row in rows if row.get(TTL) is None or row[TTL] > now_epoch]
+        key = snapshot_key(tenant_id, user_id)
+        if not rows:
+            self._client().delete_object(Bucket=self._bucket, Key=key)
+            copy.changed = False
+            return False
+        document = {
+            "format": FORMAT,
+            "generation": copy.generation,
+            "episode_count": copy.episode_count,
+            "episodes_revision": copy.revision,
+            "episodes": rows,
+        }
+        first_expiry = min((row[TTL] for row in rows if row.get(TTL) is not None), default=None)
+        self._client().put_object(
+            Bucket=self._bucket,
+            Key=key,
+            Body=json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode(),
+            ContentType="application/json",
+            Tagging=f"{RECALL_EXPIRY_TAG}={self._tag(first_expiry, now_epoch)}",
+        )
+        copy.changed = False
+        return True
+
+    def delete(self, tenant_id: str, user_id: str) -> None:
+        self._client().delete_object(Bucket=self._bucket, Key=snapshot_key(tenant_id, user_id))
+
+    def _tag(self, first_expiry: int | None, now_epoch: int) -> int:
+        """The longest tag's days that end before the first episode expires (at least one day)."""
+        if first_expiry is None:
+            return self._tags[-1]
+        days_left = (first_expiry - now_epoch) // DAY_S
+        return max([days for days in self._tags if days <= days_left], default=1)
+
+
+def _row(sk: str, copy: UserEpisodes) -> dict[str, Any]:
+    """One episode as its item holds it, the vector in base64."""
+    cached = copy.by_key[sk]
+    row: dict[str, Any] = {SK: sk, **episode_attributes(cast(Episode, cached.entry.document))}
+    if cached.expires_at is not None:
+        row[TTL] = cached.expires_at
+    vector = cached.entry.vector
+    if vector is not None:
+        row[VECTOR_ATTRIBUTE] = base64.b64encode(pack(vector.values)).decode()
+        row[VECTOR_MODEL_ATTRIBUTE] = vector.model
+    return row
+
+
+def _item(row: dict[str, Any]) -> dict[str, Any]:
+    if VECTOR_ATTRIBUTE in row:
+        row[VECTOR_ATTRIBUTE] = base64.b64decode(row[VECTOR_ATTRIBUTE])
+    return row
