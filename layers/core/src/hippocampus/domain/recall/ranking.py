@@ -205,7 +205,8 @@ def _contexts(episodes: Sequence[Document]) -> list[tuple[Window, float]]:
     same conversation) and 1 / the length of its weighted vector sum."""
     before, shift = _previous(episodes)
     stale = _stale(episodes, before, shift)
-    pairs: dict[tuple[int, int], float] = {}  # a pair's dot product serves up to four windows
+    # A pair's dot product serves up to four windows: by distance (0 to 4 places), then first place.
+    pairs: list[list[float | None]] = [[None] * len(episodes) for _ in range(2 * _REACH + 1)]
     windows = [
         _context(episodes, position, pairs)
         if stale[position] or before is None
@@ -254,30 +255,28 @@ def _stale(episodes: Sequence[Document], before: "_Contexts | None", shift: int)
 
 
 def _context(
-    episodes: Sequence[Document], position: int, pairs: dict[tuple[int, int], float]
+    episodes: Sequence[Document], position: int, pairs: list[list[float | None]]
 ) -> tuple[Window, float]:
-    window: list[tuple[int, float]] = [(0, CONTEXT_WEIGHTS[0])]
+    here = episodes[position]
+    members = [(position, CONTEXT_WEIGHTS[0])]
     for distance, weight in enumerate(CONTEXT_WEIGHTS[1:], start=1):
-        for offset in (-distance, distance):
-            other = position + offset
-            if 0 <= other < len(episodes) and _same_conversation(episodes[position], episodes[other]):
-                window.append((offset, weight))
+        for other in (position - distance, position + distance):
+            if 0 <= other < len(episodes) and _same_conversation(here, episodes[other]):
+                members.append((other, weight))
     # |Σ w·v|²: each vector's weighted square (1 for a unit vector, 0 for a zero one) plus twice
-    # each pair's weights times its dot product.
-    placed = [(position + offset, weight) for offset, weight in window]
-    squared = sum(weight * weight * _dot(episodes, at, at, pairs) for at, weight in placed) + 2 * sum(
-        first_weight * second_weight * _dot(episodes, first, second, pairs)
-        for (first, first_weight), (second, second_weight) in itertools.combinations(placed, 2)
-    )
-    return tuple(window), 1 / math.sqrt(squared) if squared > 0 else 0.0
-
-
-def _dot(episodes: Sequence[Document], first: int, second: int, pairs: dict[tuple[int, int], float]) -> float:
-    pair = (first, second) if first < second else (second, first)
-    dot = pairs.get(pair)
-    if dot is None:
-        dot = pairs[pair] = math.sumprod(episodes[first].vector or (), episodes[second].vector or ())
-    return dot
+    # each pair's weights times its dot product (written out: this runs for every episode of a
+    # user ranked for the first time, up to 15 products each).
+    squared = 0.0
+    for index, (first, first_weight) in enumerate(members):
+        for second, second_weight in members[index:]:
+            low, high = (first, second) if first <= second else (second, first)
+            row = pairs[high - low]
+            dot = row[low]
+            if dot is None:
+                dot = row[low] = math.sumprod(episodes[low].vector or (), episodes[high].vector or ())
+            squared += first_weight * second_weight * (dot if low == high else 2 * dot)
+    window = tuple((other - position, weight) for other, weight in members)
+    return window, 1 / math.sqrt(squared) if squared > 0 else 0.0
 
 
 def _same_conversation(first: Document, second: Document) -> bool:
