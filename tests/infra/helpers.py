@@ -18,7 +18,7 @@ from typing import Any
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # noqa: TID251
 
 import aws_cdk as cdk
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 from cfnlint.config import ManualArgs
 
@@ -242,3 +242,9 @@ def resource_paths(synth: Synth) -> dict[str, str]:
     for logical_id in resources:
         path_of(logical_id)
     return paths
+
+
+def archive(synth: Synth) -> str:
+    """The archive bucket's ARN, as the roles' policies name it (the access-log bucket has no logging)."""
+    bucket = synth.logical_id("AWS::S3::Bucket", {"LoggingConfiguration": Match.any_value()})
+    return "${" + bucket + ".Arn}"

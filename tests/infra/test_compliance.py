@@ -42,6 +42,8 @@ def test_acknowledged_findings_are_the_reviewed_ones(synth: Synth) -> None:
         "AwsSolutions-SQS3": 1,  # the events DLQ: the stream's on-failure destination, itself no queue's DLQ
         "AwsSolutions-IAM5[Resource::<ref>/history/*]": 3,
         "AwsSolutions-IAM5[Resource::<ref>/raw/*]": 3,
+        # The stored copies of users' episodes: recall reads, the condenser keeps, ingest erases.
+        "AwsSolutions-IAM5[Resource::<ref>/recall/*]": 3,
         "AwsSolutions-IAM4[Policy::arn:<ref>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]": 1,
         "AwsSolutions-APIG2": 1,  # parameters validated by API Gateway, bodies by the Lambda (422)
         "AwsSolutions-APIG3": 1,  # no WAF: IAM auth + throttling

@@ -59,9 +59,9 @@ def test_function_environments_from_plain_names() -> None:
     assert [
         name for name, variables in environments.items() if variables.get("MEMORY_TABLE_NAME") != "t"
     ] == ["events"]
-    # recall reads one partition of the table, nothing of the archive; events neither.
+    # recall reads one partition of the table and the stored copies of episodes (recall/); events
+    # nothing of the archive.
     assert [name for name, variables in environments.items() if "MEMORY_BUCKET_NAME" not in variables] == [
-        "recall",
         "events",
     ]
     assert "MEMORY_QUEUE_URL" not in environments["get_memory"]
@@ -114,7 +114,8 @@ def test_condenser_and_recall_are_told_the_same_embeddings(
     assert {name: condenser.get(name) for name in EMBEDDING_VARIABLES} == {
         name: recall.get(name) for name in EMBEDDING_VARIABLES
     }
-    assert condenser["MEMORY_MAX_EPISODES"] == "2000" and "MEMORY_MAX_EPISODES" not in recall
+    # recall's copy of a user's episodes keeps what the condenser's trim leaves.
+    assert condenser["MEMORY_MAX_EPISODES"] == recall["MEMORY_MAX_EPISODES"] == "2000"
     for name in ("get_memory", "ingest"):
         assert not [v for v in environments[name] if v.startswith("MEMORY_EMBEDDING_")], name
 

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Match
 
 from hippocampus.contracts import names as schema
 from infra.specs import FUNCTION_SPECS
-from tests.infra.helpers import FUNCTIONS, Synth, as_list, granted, statements
+from tests.infra.helpers import FUNCTIONS, Synth, archive, as_list, granted, statements
 
 WRITES = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 
@@ -101,11 +101,12 @@ def test_environment_names_the_resources_and_the_llm(default_synth: Synth) -> No
         },
         "recall": {
             **embeddings,
-            "MEMORY_BUCKET_NAME": Match.absent(),  # it reads nothing of the archive
+            **bucket,  # it reads the stored copies of users' episodes (recall/)
             "MEMORY_QUEUE_URL": Match.absent(),
             "MEMORY_LLM_PROVIDER": Match.absent(),
             "MEMORY_LLM_API_KEY_SECRET": Match.absent(),  # offline embeddings: no secret
-            "MEMORY_MAX_EPISODES": Match.absent(),  # the condenser keeps the archive capped
+            # Its copy of a user's episodes keeps what the condenser's trim leaves.
+            "MEMORY_MAX_EPISODES": str(config.max_episodes),
         },
         # The stream's records and the bus: no table, bucket, queue or model (test_events_stack.py).
         "events": {
@@ -187,11 +188,6 @@ def test_no_wildcard_actions_and_resource_star_only_for_xray_and_listing_streams
             assert set(actions) <= xray or actions == ["dynamodb:ListStreams"], statement
 
 
-def archive(synth: Synth) -> str:
-    bucket = synth.logical_id("AWS::S3::Bucket", {"LoggingConfiguration": Match.any_value()})
-    return "${" + bucket + ".Arn}"
-
-
 def prefixes(*values: str) -> str:
     listed = ", ".join(f'"{value}*"' for value in values)
     return ' if {"StringLike": {"s3:prefix": [' + listed + "]}}"
@@ -218,9 +214,11 @@ def test_get_memory_reads_memories_history_and_for_the_export_raw_payloads(defau
 def test_ingest_writes_raw_payloads_and_history_and_enqueues(default_synth: Synth) -> None:
     grants, bucket = granted(default_synth, default_synth.role_id("ingest")), archive(default_synth)
     assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
-    # PUT archives the version it writes; DELETE of a user erases their history too.
-    assert grants["s3:PutObject"] == grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
-    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "history/")}
+    # PUT archives the version it writes; DELETE of a user erases their history too, and the stored
+    # copy of their episodes, which forgetting one episode deletes as well.
+    assert grants["s3:PutObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
+    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*", f"{bucket}/recall/*"}
+    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "history/", "recall/")}
     assert "sqs:SendMessage" in grants and "sqs:ReceiveMessage" not in grants
     assert len(grants["dynamodb:PutItem"]) == 1  # the memory table holds the idempotency records too
     assert not [a for a in grants if a.startswith(("secretsmanager:", "bedrock:"))]
@@ -228,12 +226,16 @@ def test_ingest_writes_raw_payloads_and_history_and_enqueues(default_synth: Synt
 
 def test_condenser_reads_raw_archives_history_and_consumes_the_queue(default_synth: Synth) -> None:
     grants, bucket = granted(default_synth, default_synth.role_id("condenser")), archive(default_synth)
-    assert grants["s3:GetObject"] == {f"{bucket}/raw/*"}
-    assert grants["s3:PutObject"] == {f"{bucket}/history/*"}
-    # What landed after a DELETE swept the prefixes: a skipped item's payload, a late version.
-    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*"}
-    # So that a raw/ payload erased by a DELETE is 404 NoSuchKey (skipped), not 403 AccessDenied.
-    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/")}
+    assert grants["s3:GetObject"] == {f"{bucket}/raw/*", f"{bucket}/recall/*"}
+    # It archives versions and keeps the stored copies of users' episodes, tagged for their expiry.
+    assert grants["s3:PutObject"] == {f"{bucket}/history/*", f"{bucket}/recall/*"}
+    assert grants["s3:PutObjectTagging"] == {f"{bucket}/recall/*"}
+    # What landed after a DELETE swept the prefixes: a skipped item's payload, a late version, a
+    # late copy of the episodes.
+    assert grants["s3:DeleteObject"] == {f"{bucket}/raw/*", f"{bucket}/history/*", f"{bucket}/recall/*"}
+    # So that a raw/ payload erased by a DELETE is 404 NoSuchKey (skipped), not 403 AccessDenied,
+    # and so is a copy not stored yet.
+    assert grants["s3:ListBucket"] == {bucket + prefixes("raw/", "recall/")}
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= grants.keys()
     assert (
         len(grants["sqs:SendMessage"]) == 1

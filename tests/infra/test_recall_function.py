@@ -16,6 +16,7 @@ from aws_cdk.assertions import Match
 from hippocampus.contracts.names import default_embedding_model, default_model
 from tests.infra.helpers import (
     Synth,
+    archive,
     assert_acknowledgments_used_and_explained,
     assert_cfn_lint_clean,
     assert_nag_clean,
@@ -113,7 +114,9 @@ def test_recall_has_the_read_paths_size_and_the_embedding_settings(synth: Synth,
                     "MEMORY_LLM_API_KEY_SECRET": SECRET if openai else Match.absent(),
                     "OPENAI_API_KEY": Match.absent(),
                     "MEMORY_LLM_PROVIDER": Match.absent(),  # it calls no LLM
-                    "MEMORY_BUCKET_NAME": Match.absent(),
+                    # The stored copies of users' episodes (recall/), checked against the cap.
+                    "MEMORY_BUCKET_NAME": {"Ref": Match.string_like_regexp("ArchiveBucket")},
+                    "MEMORY_MAX_EPISODES": "2000",
                     "MEMORY_QUEUE_URL": Match.absent(),
                 }
             },
@@ -126,14 +129,18 @@ def test_recall_may_read_the_table_and_call_the_embedding_model_and_nothing_else
 ) -> None:
     log_group = "${" + synth.function("recall")["LoggingConfig"]["LogGroup"]["Ref"] + ".Arn}"
     table = "${" + table_id(synth) + ".Arn}"  # the table itself: it has no index
+    bucket = archive(synth)
     assert granted(synth, synth.role_id("recall")) == {
         "logs:CreateLogStream": {log_group},
         "logs:PutLogEvents": {log_group},
         "xray:PutTelemetryRecords": {"*"},  # Lambda active tracing
         "xray:PutTraceSegments": {"*"},
-        # One user's partition: no Scan, no BatchGetItem, no write; no S3, no SQS.
+        # One user's partition: no Scan, no BatchGetItem, no write; no SQS.
         "dynamodb:GetItem": {table},
         "dynamodb:Query": {table},
+        # The stored copy of the user's episodes, read only (a missing one is 404, not 403).
+        "s3:GetObject": {f"{bucket}/recall/*"},
+        "s3:ListBucket": {bucket + ' if {"StringLike": {"s3:prefix": ["recall/*"]}}'},
         **variant.recall,
     }
 

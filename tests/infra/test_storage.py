@@ -95,6 +95,26 @@ def test_archive_expires_raw_and_history_after_their_retention(default_synth: Sy
     )
 
 
+def test_each_stored_copy_of_episodes_expires_by_its_tag_before_its_first_episode(
+    default_synth: Synth,
+) -> None:
+    """recall/ objects carry the whole days left to their first episode's expiry, rounded down to a
+    power of two (adapters/episode_snapshots.py); one rule per value, up to the raw retention."""
+    bucket = next(
+        properties["Properties"]
+        for properties in default_synth.template.find_resources("AWS::S3::Bucket").values()
+        if properties["Properties"].get("LoggingConfiguration")
+    )
+    copies = [
+        rule for rule in bucket["LifecycleConfiguration"]["Rules"] if rule["Id"].startswith("expire-recall")
+    ]
+    assert default_synth.stack.config.raw_retention_days == 30
+    assert [(rule["ExpirationInDays"], rule["TagFilters"]) for rule in copies] == [
+        (days, [{"Key": schema.RECALL_EXPIRY_TAG, "Value": str(days)}]) for days in (1, 2, 4, 8, 16)
+    ]
+    assert {rule["Prefix"] for rule in copies} == {schema.RECALL_PREFIX}
+
+
 def test_buckets_private_encrypted_unversioned(default_synth: Synth) -> None:
     template = default_synth.template
     template.resource_count_is("AWS::S3::Bucket", 2)  # the archive and its access logs
