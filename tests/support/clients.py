@@ -77,7 +77,7 @@ def proxied_service(
     from hippocampus.adapters.dynamodb_table import Table
     from hippocampus.adapters.embeddings.offline import OfflineEmbedder
     from hippocampus.adapters.episode_cache import EpisodeCache
-    from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
+    from hippocampus.adapters.episode_snapshots import CopyRules, EpisodeSnapshots
     from hippocampus.adapters.s3 import S3Archive
     from hippocampus.adapters.sqs import SqsDeadLetters, SqsJobQueue
     from hippocampus.adapters.tracing import NoTracing
@@ -98,6 +98,7 @@ def proxied_service(
     from hippocampus.domain.reads.records import RecordService
     from hippocampus.domain.reads.service import ReadService
     from hippocampus.domain.recall.indexing import Indexer
+    from hippocampus.domain.recall.ranking import stored_contexts
     from hippocampus.domain.recall.service import RecallService
     from hippocampus.settings import get_settings
     from tests.support.lambda_harness import Service
@@ -171,7 +172,8 @@ def proxied_service(
         )
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
-    copies = EpisodeSnapshots(aws.bucket_name, lambda: s3, longest_days=30)
+    rules = CopyRules(longest_days=30, epoch=table.epoch, contexts=stored_contexts)
+    copies = EpisodeSnapshots(aws.bucket_name, lambda: s3, rules)
     recall_store = DynamoRecallStore(table, memory, EpisodeCache(max_kept=2000), copies)
     embedder = OfflineEmbedder()
     indexer = Indexer(recall_store, lambda: embedder)

@@ -182,14 +182,15 @@ def list_service() -> "ListService":
 def recall_store() -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.episode_cache import EpisodeCache
-    from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
+    from hippocampus.adapters.episode_snapshots import CopyRules, EpisodeSnapshots
+    from hippocampus.domain.recall.ranking import stored_contexts
 
     settings = get_settings()
+    table = _table()
     # The stored copies of users' episodes live as long as an episode at most (its item's TTL).
-    snapshots = EpisodeSnapshots(
-        settings.require("bucket_name"), lambda: aws_clients.client("s3"), settings.job_retention_days
-    )
-    return DynamoRecallStore(_table(), memory_store(), EpisodeCache(settings.max_episodes), snapshots)
+    rules = CopyRules(settings.job_retention_days, table.epoch, stored_contexts)
+    snapshots = EpisodeSnapshots(settings.require("bucket_name"), lambda: aws_clients.client("s3"), rules)
+    return DynamoRecallStore(table, memory_store(), EpisodeCache(settings.max_episodes), snapshots)
 
 
 @once

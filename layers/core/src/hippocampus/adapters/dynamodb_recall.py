@@ -100,7 +100,7 @@ class DynamoRecallStore:
         copy = self._cache.episodes(
             user, state, model, lambda since: _of_generation(self._episodes_from(pk, since), state.generation)
         )
-        if not copy.changed or not self._snapshots.store(tenant_id, user_id, copy, self._table.epoch()):
+        if not copy.changed or not self._snapshots.store(tenant_id, user_id, copy, model):
             return
         # A delete or a forget committed while this copy was made: what it erased may be in the
         # copy just stored, after the erase's own sweep. Read the memory item again, as the summary

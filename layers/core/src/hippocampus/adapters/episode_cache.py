@@ -35,7 +35,7 @@ from hippocampus.adapters.dynamodb_items import Item
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, unpack
 from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
-from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, Vector
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, StoredContext, Vector
 
 MAX_EPISODES: Final = 20_000
 
@@ -53,9 +53,10 @@ def stored_vector(item: Item) -> Vector | None:
     return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
 
 
-def cached_episode(item: Item) -> CachedEpisode:
-    """An episode as the copy keeps it, from its item (the table's, or the stored copy's)."""
-    return CachedEpisode(Indexed(episode_of(item), stored_vector(item)), item.get(TTL))
+def cached_episode(item: Item, context: StoredContext | None = None) -> CachedEpisode:
+    """An episode as the copy keeps it, from its item (the table's, or the stored copy's, which
+    holds its context too)."""
+    return CachedEpisode(Indexed(episode_of(item), stored_vector(item), context), item.get(TTL))
 
 
 @dataclass

@@ -24,31 +24,46 @@ It holds what the table holds and no more, so it goes with it:
 import base64
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from botocore.exceptions import ClientError
 
 from hippocampus.adapters.dynamodb_episodes import episode_attributes
 from hippocampus.adapters.dynamodb_table import DAY_S
-from hippocampus.adapters.episode_cache import UserEpisodes, cached_episode
+from hippocampus.adapters.episode_cache import CachedEpisode, UserEpisodes, cached_episode
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack
 from hippocampus.contracts.models import Episode
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG, RECALL_PREFIX, recall_expiry_days
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
+from hippocampus.contracts.recall_ports import ContextMaker, StoredContext
 
 FORMAT: Final = 1
+_CONTEXT: Final = "context"
 
 
 def snapshot_key(tenant_id: str, user_id: str) -> str:
     return f"{RECALL_PREFIX}{tenant_id}/{user_id}/episodes.json"
 
 
+@dataclass(frozen=True)
+class CopyRules:
+    """How copies are made: how long an episode lives at most (the raw payloads' retention), the
+    clock (epoch seconds), and what makes the episodes' contexts stored with them (none: no
+    contexts; a first query then makes them)."""
+
+    longest_days: int
+    epoch: Callable[[], int]
+    contexts: ContextMaker | None = None
+
+
 class EpisodeSnapshots:
-    def __init__(self, bucket: str, client: Callable[[], Any], longest_days: int) -> None:
+    def __init__(self, bucket: str, client: Callable[[], Any], rules: CopyRules) -> None:
         self._bucket = bucket
         self._client = client
-        self._tags = recall_expiry_days(longest_days)  # the raw payloads' retention: an episode's life
+        self._rules = rules
+        self._tags = recall_expiry_days(rules.longest_days)
 
     def load(self, tenant_id: str, user_id: str) -> UserEpisodes | None:
         """The stored copy; None when there is none (or of a format this code does not read)."""
@@ -62,16 +77,21 @@ class EpisodeSnapshots:
         if stored.get("format") != FORMAT:
             return None
         copy = UserEpisodes(stored["generation"], stored["episode_count"], stored["episodes_revision"])
-        copy.merge((row[SK], cached_episode(_item(row))) for row in stored["episodes"])
+        model = stored.get("context_model")
+        copy.merge((row[SK], cached_episode(_item(row), _context(row, model))) for row in stored["episodes"])
         copy.changed = False
         return copy
 
-    def store(self, tenant_id: str, user_id: str, copy: UserEpisodes, now_epoch: int) -> bool:
-        """Store the copy's unexpired episodes (none: delete the stored copy); False when it holds
-        none, so there is nothing to check after the write."""
-        rows = [_row(sk, copy) for sk in copy.keys]
-        rows = [row for row in rows if row.get(TTL) is None or row[TTL] > now_epoch]
+    def store(self, tenant_id: str, user_id: str, copy: UserEpisodes, model: str | None) -> bool:
+        """Store the copy's unexpired episodes, with their contexts of `model`'s vectors (none:
+        delete the stored copy); False when it holds none, so there is nothing to check after."""
+        now_epoch = self._rules.epoch()
+        kept = [(sk, cached) for sk in copy.keys if _alive(cached := copy.by_key[sk], now_epoch)]
         key = snapshot_key(tenant_id, user_id)
+        contexts: list[StoredContext | None] = [None] * len(kept)
+        if model is not None and self._rules.contexts is not None:
+            contexts = self._rules.contexts([cached.entry for _, cached in kept], model)
+        rows = [_row(sk, cached, context) for (sk, cached), context in zip(kept, contexts, strict=True)]
         if not rows:
             self._client().delete_object(Bucket=self._bucket, Key=key)
             copy.changed = False
@@ -81,6 +101,7 @@ class EpisodeSnapshots:
             "generation": copy.generation,
             "episode_count": copy.episode_count,
             "episodes_revision": copy.revision,
+            "context_model": model,
             "episodes": rows,
         }
         first_expiry = min((row[TTL] for row in rows if row.get(TTL) is not None), default=None)
@@ -105,9 +126,13 @@ class EpisodeSnapshots:
         return max([days for days in self._tags if days <= days_left], default=1)
 
 
-def _row(sk: str, copy: UserEpisodes) -> dict[str, Any]:
-    """One episode as its item holds it, the vector in base64."""
-    cached = copy.by_key[sk]
+def _alive(cached: CachedEpisode, now_epoch: int) -> bool:
+    return cached.expires_at is None or cached.expires_at > now_epoch
+
+
+def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[str, Any]:
+    """One episode as its item holds it, the vector in base64, and its context: 1 / its length,
+    then its neighbours' jobs."""
     row: dict[str, Any] = {SK: sk, **episode_attributes(cast(Episode, cached.entry.document))}
     if cached.expires_at is not None:
         row[TTL] = cached.expires_at
@@ -115,7 +140,16 @@ def _row(sk: str, copy: UserEpisodes) -> dict[str, Any]:
     if vector is not None:
         row[VECTOR_ATTRIBUTE] = base64.b64encode(pack(vector.values)).decode()
         row[VECTOR_MODEL_ATTRIBUTE] = vector.model
+    if context is not None:
+        row[_CONTEXT] = [context.inverse_length, *context.neighbours]
     return row
+
+
+def _context(row: dict[str, Any], model: str | None) -> StoredContext | None:
+    stored = row.get(_CONTEXT)
+    if model is None or stored is None:
+        return None
+    return StoredContext(model, tuple(stored[1:]), stored[0])
 
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ vectors, as ranked.
 Adapters implement them (adapters/dynamodb_recall.py); tests hand in the fakes of tests/support/fakes.py.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
@@ -27,11 +28,27 @@ class Vector:
 
 
 @dataclass(frozen=True)
+class StoredContext:
+    """An episode's context as the condenser made it for the stored copy of the episodes
+    (domain/recall/ranking.py `stored_contexts`): 1 / the length of its weighted vector sum with its
+    neighbours', which holds while the episodes around it are the same ones."""
+
+    model: str  # of the vectors it was made of
+    neighbours: tuple[str | None, ...]  # the jobs of the episodes 2 and 1 places before, 1 and 2 after
+    inverse_length: float
+
+
+@dataclass(frozen=True)
 class Indexed:
     """A fact, an episode or a record as recall ranks it: the document and its vector, if it has one."""
 
     document: Fact | Episode | MemoryRecord
     vector: Vector | None
+    context: StoredContext | None = None  # an episode's, from the stored copy
+
+
+# What makes the stored contexts of a user's episodes (in their order) for a model.
+ContextMaker = Callable[[Sequence[Indexed], str], list[StoredContext | None]]
 
 
 @dataclass(frozen=True)

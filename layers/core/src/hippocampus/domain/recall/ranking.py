@@ -69,7 +69,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from hippocampus.contracts.models import Episode
 from hippocampus.contracts.recall import DocumentType
+from hippocampus.contracts.recall_ports import Indexed, StoredContext
 from hippocampus.domain.recall.dates import with_query_dates
 from hippocampus.domain.recall.lexical import lexical_scores
 
@@ -97,8 +99,11 @@ class Document:
     # What BM25 scores, when more than `text`: an episode's text and its date terms (dates.searched).
     searched: str | None = None
     # An episode's place among the user's episodes (EpisodePlace: when it happened, when it was
-    # accepted, its place in its request): its neighbours are the episodes beside it in this order.
+    # accepted, its place in its request, its job): its neighbours are the episodes beside it in this order.
     place: tuple[Any, ...] = ()
+    # An episode's context as stored with the copy of the user's episodes, of this vector's model:
+    # its length is not computed again while its neighbours are the same episodes.
+    context: StoredContext | None = None
 
 
 @dataclass(frozen=True)
@@ -206,9 +211,9 @@ def _contexts(episodes: Sequence[Document]) -> list[tuple[Window, float]]:
     before, shift = _previous(episodes)
     stale = _stale(episodes, before, shift)
     # A pair's dot product serves up to four windows: by distance (0 to 4 places), then first place.
-    pairs: list[list[float | None]] = [[None] * len(episodes) for _ in range(2 * _REACH + 1)]
+    pairs = _pairs(len(episodes))
     windows = [
-        _context(episodes, position, pairs)
+        _stored_or_made(episodes, position, pairs)
         if stale[position] or before is None
         else before.windows[position + shift]
         for position in range(len(episodes))
@@ -254,15 +259,84 @@ def _stale(episodes: Sequence[Document], before: "_Contexts | None", shift: int)
     return stale
 
 
-def _context(
+def stored_contexts(episodes: Sequence[Indexed], model: str) -> list[StoredContext | None]:
+    """The context of each of a user's episodes with a vector of `model` (None for the others), for
+    the stored copy of the episodes (adapters/episode_snapshots.py): a first query of the user
+    computes none of them again while their neighbours are the same episodes (`_stored_or_made`)."""
+    ordered = sorted(
+        (
+            Document(
+                "episode",
+                entry.document.id,
+                "",
+                {},
+                entry.document.occurred_at,
+                entry.vector.values,
+                place=entry.document.place,
+            )
+            for entry in episodes
+            if isinstance(entry.document, Episode)
+            and entry.vector is not None
+            and entry.vector.model == model
+        ),
+        key=lambda document: document.place,
+    )
+    pairs = _pairs(len(ordered))
+    by_job = {
+        document.place[-1]: StoredContext(
+            model, _neighbours(ordered, position), _context(ordered, position, pairs)[1]
+        )
+        for position, document in enumerate(ordered)
+    }
+    return [
+        by_job.get(entry.document.place.job_id) if isinstance(entry.document, Episode) else None
+        for entry in episodes
+    ]
+
+
+def _stored_or_made(
     episodes: Sequence[Document], position: int, pairs: list[list[float | None]]
 ) -> tuple[Window, float]:
+    stored = episodes[position].context
+    if stored is not None and stored.neighbours == _neighbours(episodes, position):
+        return _window(episodes, position), stored.inverse_length
+    return _context(episodes, position, pairs)
+
+
+def _neighbours(episodes: Sequence[Document], position: int) -> tuple[str | None, ...]:
+    """The jobs of the episodes 2 and 1 places before `position` and 1 and 2 after (None: none
+    there): an episode's job is unique to it, and the last of its place."""
+    return tuple(
+        (episodes[other].place or (None,))[-1] if 0 <= other < len(episodes) else None
+        for other in (position - 2, position - 1, position + 1, position + 2)
+    )
+
+
+def _pairs(count: int) -> list[list[float | None]]:
+    """Room for the dot products of `count` episodes' vectors with those up to 4 places after."""
+    return [[None] * count for _ in range(2 * _REACH + 1)]
+
+
+def _members(episodes: Sequence[Document], position: int) -> list[tuple[int, float]]:
+    """The places of an episode's window and their weights: itself, then its neighbours one and two
+    places away in the same conversation."""
     here = episodes[position]
     members = [(position, CONTEXT_WEIGHTS[0])]
     for distance, weight in enumerate(CONTEXT_WEIGHTS[1:], start=1):
         for other in (position - distance, position + distance):
             if 0 <= other < len(episodes) and _same_conversation(here, episodes[other]):
                 members.append((other, weight))
+    return members
+
+
+def _window(episodes: Sequence[Document], position: int) -> Window:
+    return tuple((other - position, weight) for other, weight in _members(episodes, position))
+
+
+def _context(
+    episodes: Sequence[Document], position: int, pairs: list[list[float | None]]
+) -> tuple[Window, float]:
+    members = _members(episodes, position)
     # |Σ w·v|²: each vector's weighted square (1 for a unit vector, 0 for a zero one) plus twice
     # each pair's weights times its dot product (written out: this runs for every episode of a
     # user ranked for the first time, up to 15 products each).

@@ -306,6 +306,9 @@ def _document(entry: Indexed, model: str | None) -> Document:
         vector=vector,
         searched=searched(text, document.occurred_at),
         place=document.place,
+        context=entry.context
+        if vector is not None and entry.context and entry.context.model == model
+        else None,
     )
 
 
