@@ -146,6 +146,11 @@ def archive_bucket(config: DeploymentConfig) -> BucketSpec:
                 "expire-history", prefix=names.HISTORY_PREFIX, expiration_days=config.history_retention_days
             ),
             *copies,
+            # Whatever its tag (one of a longer retention, set before it was shortened): no copy
+            # outlives the raw payloads' retention (S3 applies the earliest expiry that matches).
+            LifecycleRule(
+                "expire-recall", prefix=names.RECALL_PREFIX, expiration_days=config.raw_retention_days
+            ),
             LifecycleRule("abort-incomplete-uploads", abort_incomplete_upload_days=1),
         ),
     )

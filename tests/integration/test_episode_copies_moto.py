@@ -126,7 +126,7 @@ def test_a_copy_stored_after_a_delete_swept_the_bucket_is_erased_by_its_writer(
     monkeypatch.setattr(EpisodeSnapshots, "store", delete_first)
     # The condenser makes its copy afresh (none stored, none held), then stores it late.
     boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
-    wiring.recall_store.cache_clear()
+    wiring.indexing_store.cache_clear()
     wiring.indexer.cache_clear()
     wiring.indexer().index_user(T, U)
     assert EpisodeSnapshots.store is keep  # the delete came in between

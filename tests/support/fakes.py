@@ -375,13 +375,17 @@ class FakeMemoryStore:
                 stored[record.id] = (record, write.generation)
             version = write.expected_version + 1
             count = user.state.episode_count + len(write.episodes)
+            tally = {
+                "episodes_revision": user.state.episodes_revision,
+                "episodes_written": user.state.episodes_written + len(write.episodes),
+            }
             user.listed = True
             user.state = MemoryState(
-                write.memory, version, write.word_count, write.updated_at, write.generation, count
+                write.memory, version, write.word_count, write.updated_at, write.generation, count, **tally
             )
             if write.memory is None:  # no summary: as the table reads an item without one
                 user.state = MemoryState(
-                    generation=write.generation, episode_count=count, version_floor=version
+                    generation=write.generation, episode_count=count, version_floor=version, **tally
                 )
             self._jobs.set_job_status(
                 write.tenant_id, write.completed_job_ids, "completed", memory_version=version
@@ -452,12 +456,14 @@ class FakeMemoryStore:
                 forget.generation,
                 count,
                 episodes_revision=revision,
+                episodes_written=user.state.episodes_written,
             )
             if forget.memory is None:
                 user.state = MemoryState(
                     generation=forget.generation,
                     episode_count=count,
                     episodes_revision=revision,
+                    episodes_written=user.state.episodes_written,
                     version_floor=version,
                 )
             self._jobs.add(forget.job, forget.generation)
@@ -491,7 +497,11 @@ class FakeMemoryStore:
                 raise ConditionFailed("a job was settled")
             self._store_episodes(tenant_id, user_id, generation, episodes)
             self._jobs.set_job_status(tenant_id, job_ids, "completed", memory_version=memory_version)
-            user.state = replace(user.state, episode_count=user.state.episode_count + len(episodes))
+            user.state = replace(
+                user.state,
+                episode_count=user.state.episode_count + len(episodes),
+                episodes_written=user.state.episodes_written + len(episodes),
+            )
             user.listed = True
 
     def episodes(self, tenant_id: str, user_id: str, generation: int) -> list[Episode]:
@@ -736,7 +746,11 @@ class FakeDeferralStore:
             self._store._store_episodes(
                 deferral.tenant_id, deferral.user_id, deferral.generation, list(deferral.episodes)
             )
-            user.state = replace(user.state, episode_count=user.state.episode_count + len(deferral.episodes))
+            user.state = replace(
+                user.state,
+                episode_count=user.state.episode_count + len(deferral.episodes),
+                episodes_written=user.state.episodes_written + len(deferral.episodes),
+            )
             self._jobs.set_job_status(deferral.tenant_id, job_ids, "deferred", budget_exhausted())
             entries = self.ledger.setdefault(deferral.tenant_id, {})
             for message in deferral.messages:

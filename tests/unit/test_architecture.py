@@ -167,7 +167,7 @@ def test_a_memory_read_from_a_cold_start_loads_neither_pydantic_nor_the_resolver
 from hippocampus.adapters import aws_clients
 class Stub:
     def query(self, **request): return {{"Items": []}}
-aws_clients._clients["dynamodb"] = Stub()
+aws_clients._clients[("dynamodb", False)] = Stub()
 class Context:
     function_name = "get_memory"; memory_limit_in_mb = 1024; aws_request_id = "r"
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:get_memory"

@@ -25,9 +25,11 @@ class Partition:
 
     def __init__(self, *numbers: int) -> None:
         self.items = dict(episode(n) for n in numbers)
+        self.written = len(numbers)  # every episode ever written: the memory's episodes_written
         self.reads: list[str | None] = []
 
     def add(self, n: int, vector: bool = True) -> None:
+        self.written += episode(n)[0] not in self.items  # a vector given later writes no new episode
         self.items.update([episode(n, vector)])
 
     def read(self, start: str | None) -> list[tuple[str, CachedEpisode]]:
@@ -35,15 +37,20 @@ class Partition:
         return sorted((sk, e) for sk, e in self.items.items() if start is None or sk >= start)
 
 
-def at(count: int, generation: int = 0, revision: int = 0) -> MemoryState:
-    """The memory item as read before the episodes."""
-    return MemoryState(generation=generation, episode_count=count, episodes_revision=revision)
+def at(count: int, generation: int = 0, revision: int = 0, written: int | None = None) -> MemoryState:
+    """The memory item as read before the episodes (`written`: as many as `count` unless told)."""
+    return MemoryState(
+        generation=generation,
+        episode_count=count,
+        episodes_revision=revision,
+        episodes_written=count if written is None else written,
+    )
 
 
 def ids(
     cache: EpisodeCache, partition: Partition, count: int, generation: int = 0, revision: int = 0
 ) -> list[str]:
-    kept = cache.episodes(USER, at(count, generation, revision), MODEL, partition.read)
+    kept = cache.episodes(USER, at(count, generation, revision, partition.written), MODEL, partition.read)
     return [entry.document.id for entry in kept.current(now_epoch=0)]
 
 
@@ -70,7 +77,7 @@ def test_episodes_still_waiting_for_a_vector_are_read_again_until_they_have_one(
     ids(cache, partition, 4)
     partition.add(3)  # the indexer gave it its vector
     partition.add(4)
-    kept = cache.episodes(USER, at(4, 0), MODEL, partition.read)
+    kept = cache.episodes(USER, at(4, written=partition.written), MODEL, partition.read)
     assert partition.reads[-1] == episode(3)[0]
     assert all(entry.vector is not None for entry in kept.current(0))
     ids(cache, partition, 4)
@@ -108,6 +115,15 @@ def test_an_episode_forgotten_at_the_cap_is_never_returned_even_when_the_count_a
     assert partition.reads[-1] is None
 
 
+def test_an_episode_dated_before_the_copy_at_the_cap_is_found_and_the_trimmed_one_is_not() -> None:
+    cache, partition = EpisodeCache(max_kept=3), Partition(1, 3, 5)
+    ids(cache, partition, 3)
+    partition.add(2)  # a turn dated in the past: its key falls between those kept
+    del partition.items[episode(1)[0]]  # the trim at the cap takes the oldest: the count is 3 again
+    assert ids(cache, partition, 3) == ["t2", "t3", "t5"]
+    assert partition.reads[-1] is None  # the read from the newest found fewer than were written
+
+
 def test_a_re_index_of_old_episodes_makes_the_copy_read_whole_again() -> None:
     cache, partition = EpisodeCache(max_kept=2000), Partition(1, 2)
     ids(cache, partition, 2)
@@ -117,7 +133,7 @@ def test_a_re_index_of_old_episodes_makes_the_copy_read_whole_again() -> None:
 
 def test_a_stored_copy_is_read_from_its_newest_episode_only_when_it_still_holds() -> None:
     cache, partition = EpisodeCache(max_kept=2000), Partition(1, 2, 3)
-    stored = UserEpisodes(generation=0, episode_count=2, revision=0)
+    stored = UserEpisodes(generation=0, episode_count=2, revision=0, written=2)
     stored.merge([episode(1), episode(2)])
     cache.adopt(USER, stored)
     assert ids(cache, partition, 3) == ["t1", "t2", "t3"]

@@ -180,6 +180,22 @@ def list_service() -> "ListService":
 
 @once
 def recall_store() -> "DynamoRecallStore":
+    """The recall function's: its copies of users' episodes (20,000 episodes at most, ~180 MB of its
+    1,024), and the stored copy read with short timeouts (a first query falls back to a whole read)."""
+    from hippocampus.adapters.episode_cache import MAX_EPISODES
+
+    return _recall_store(MAX_EPISODES, lambda: aws_clients.client("s3", optional_reads=True))
+
+
+@once
+def indexing_store() -> "DynamoRecallStore":
+    """The condenser's, which keeps the stored copies: a few users' episodes in its 512 MB."""
+    from hippocampus.adapters.episode_cache import KEEPER_EPISODES
+
+    return _recall_store(KEEPER_EPISODES, lambda: aws_clients.client("s3"))
+
+
+def _recall_store(max_episodes: int, s3: Callable[[], Any]) -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.episode_cache import EpisodeCache
     from hippocampus.adapters.episode_snapshots import CopyRules, EpisodeSnapshots
@@ -189,8 +205,9 @@ def recall_store() -> "DynamoRecallStore":
     table = _table()
     # The stored copies of users' episodes live as long as an episode at most (its item's TTL).
     rules = CopyRules(settings.job_retention_days, table.epoch, stored_contexts)
-    snapshots = EpisodeSnapshots(settings.require("bucket_name"), lambda: aws_clients.client("s3"), rules)
-    return DynamoRecallStore(table, memory_store(), EpisodeCache(settings.max_episodes), snapshots)
+    snapshots = EpisodeSnapshots(settings.require("bucket_name"), s3, rules)
+    cache = EpisodeCache(settings.max_episodes, max_episodes)
+    return DynamoRecallStore(table, memory_store(), cache, snapshots)
 
 
 @once
@@ -235,7 +252,7 @@ def recall_service() -> "RecallService":
 def indexer() -> "Indexer":
     from hippocampus.domain.recall.indexing import Indexer
 
-    return Indexer(recall_store(), embedder)
+    return Indexer(indexing_store(), embedder)
 
 
 @once

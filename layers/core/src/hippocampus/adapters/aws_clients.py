@@ -17,25 +17,35 @@ _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
     tcp_keepalive=True,
 )
-_clients: dict[str, Any] = {}
+# For a read that only saves work, with a fallback when it fails (recall's stored copy of a user's
+# episodes): given up on quickly rather than retried into the function's timeout.
+_OPTIONAL_READ = Config(
+    connect_timeout=1,
+    read_timeout=2,
+    retries={"mode": "standard", "max_attempts": 1},
+    tcp_keepalive=True,
+)
+_clients: dict[tuple[str, bool], Any] = {}
 _session: list[boto3.session.Session] = []  # one per process: clients share its loaders and credentials
 _lock = threading.Lock()
 
 
-def client(service: str) -> Any:
-    """The process-wide client for `service` (thread-safe; boto3 clients themselves are)."""
-    existing = _clients.get(service)
+def client(service: str, optional_reads: bool = False) -> Any:
+    """The process-wide client for `service` (thread-safe; boto3 clients themselves are);
+    `optional_reads`: one with short timeouts and a single attempt."""
+    key = (service, optional_reads)
+    existing = _clients.get(key)
     if existing is not None:
         return existing
     with _lock:
-        if service not in _clients:
+        if key not in _clients:
             if not _session:
                 _session.append(boto3.session.Session())
-            created = _session[0].client(service, config=_CONFIG)
+            created = _session[0].client(service, config=_OPTIONAL_READ if optional_reads else _CONFIG)
             if service == "dynamodb":
                 parse_query_items_once(created)  # a large Query's items, parsed by json, not walked
-            _clients[service] = created
-        return _clients[service]
+            _clients[key] = created
+        return _clients[key]
 
 
 def reset_clients() -> None:

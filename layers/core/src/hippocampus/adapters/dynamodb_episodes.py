@@ -15,6 +15,7 @@ from hippocampus.adapters.dynamodb_table import (
     DAY_S,
     EPISODE_COUNT,
     EPISODE_PREFIX,
+    EPISODES_WRITTEN,
     MEMORY_SK,
     Table,
     generation_check,
@@ -122,7 +123,10 @@ class DynamoEpisodeStore:
                 **check,
                 # The generation too, when this creates the memory item (a first turn with nothing to
                 # keep): every later check of the generation reads it, as after any other first write.
-                "UpdateExpression": f"SET #g = if_not_exists(#g, :gen), {listed} ADD {EPISODE_COUNT} :episodes",
+                "UpdateExpression": (
+                    f"SET #g = if_not_exists(#g, :gen), {listed} "
+                    f"ADD {EPISODE_COUNT} :episodes, {EPISODES_WRITTEN} :episodes"
+                ),
                 "ExpressionAttributeValues": check["ExpressionAttributeValues"]
                 | values({":episodes": len(episodes), **listed_values}),
             }

@@ -26,6 +26,7 @@ from hippocampus.adapters.dynamodb_table import (
     EPISODE_COUNT,
     EPISODE_PREFIX,
     EPISODES_REVISION,
+    EPISODES_WRITTEN,
     FACT_BYTES,
     FACT_COUNT,
     FACT_PREFIX,
@@ -184,7 +185,10 @@ class DynamoMemoryStore:
             # copy of the episodes is read again when the count no longer adds up)
             update += f" ADD {EPISODE_COUNT} :episodes"
             plain[":episodes"] = episode_change
-            if episode_change < 0:  # an episode forgotten: a copy of the episodes is read whole again
+            # What a copy of the episodes checks itself against (adapters/episode_cache.py).
+            if episode_change > 0:
+                update += f", {EPISODES_WRITTEN} :episodes"
+            else:  # an episode forgotten: a copy of the episodes is read whole again
                 update += f", {EPISODES_REVISION} :one"
                 plain[":one"] = 1
         if write.memory is None:  # a summary rebuilt from no records: none, as for a new user
@@ -249,7 +253,7 @@ class DynamoMemoryStore:
             TableName=self._table.name,
             Key=key(pk, MEMORY_SK),
             UpdateExpression="SET #g = if_not_exists(#g, :zero) + :one, "
-            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {EPISODES_REVISION}, {TTL}, "
+            f"word_count = :zero REMOVE #m, updated_at, job_ids, {EPISODE_COUNT}, {EPISODES_REVISION}, {EPISODES_WRITTEN}, {TTL}, "
             # The facts' counts go too: the next fact write counts the new life's facts.
             f"{FACT_COUNT}, {FACT_BYTES}, {FACT_REVISION}, {FACTS_SETTLING_UNTIL}, "
             # Off the tenant's list of users until something is stored again.

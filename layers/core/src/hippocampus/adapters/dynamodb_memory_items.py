@@ -19,6 +19,7 @@ from hippocampus.adapters.dynamodb_items import (
 from hippocampus.adapters.dynamodb_table import (
     EPISODE_COUNT,
     EPISODES_REVISION,
+    EPISODES_WRITTEN,
     FACT_PREFIX,
     MEMORY_SK,
     Table,
@@ -37,6 +38,7 @@ def memory_state(item: Item | None, epoch: int) -> MemoryState:
             generation=generation_of(item),
             episode_count=item.get(EPISODE_COUNT, 0),
             episodes_revision=item.get(EPISODES_REVISION, 0),
+            episodes_written=item.get(EPISODES_WRITTEN, 0),
             version_floor=item.get("version", 0),
         )
     updated_at = item.get("updated_at")
@@ -48,6 +50,7 @@ def memory_state(item: Item | None, epoch: int) -> MemoryState:
         generation=generation_of(item),
         episode_count=item.get(EPISODE_COUNT, 0),
         episodes_revision=item.get(EPISODES_REVISION, 0),
+        episodes_written=item.get(EPISODES_WRITTEN, 0),
     )
 
 

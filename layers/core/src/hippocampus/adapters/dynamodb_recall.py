@@ -29,9 +29,14 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
-from hippocampus.adapters.episode_cache import CachedEpisode, EpisodeCache, cached_episode, stored_vector
+from hippocampus.adapters.episode_cache import (
+    CachedEpisode,
+    EpisodeCache,
+    UserEpisodes,
+    cached_episode,
+)
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
-from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, stored_vector
 from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
@@ -95,20 +100,35 @@ class DynamoRecallStore:
             return
         user = (tenant_id, user_id)
         pk = user_pk(tenant_id, user_id)
-        self._start_from_stored_copy(user, quietly=False)
+        self._start_from_stored_copy(user)
         state, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)  # before the episodes
         copy = self._cache.episodes(
             user, state, model, lambda since: _of_generation(self._episodes_from(pk, since), state.generation)
         )
-        if not copy.changed or not self._snapshots.store(tenant_id, user_id, copy, model):
+        if not copy.changed:
             return
-        # A delete or a forget committed while this copy was made: what it erased may be in the
-        # copy just stored, after the erase's own sweep. Read the memory item again, as the summary
-        # history's writer does (docs/architecture.md "Deletion wins").
-        after, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)
-        if (after.generation, after.episodes_revision) != (copy.generation, copy.revision):
-            self._snapshots.delete(tenant_id, user_id)
-            self._cache.forget(user)
+        try:
+            raced = self._snapshots.store(tenant_id, user_id, copy, model) and self._raced(user, copy)
+        except Exception:
+            # Perhaps stored, and not checked: no copy rather than one a delete or a forget missed.
+            self._drop_copy(user)
+            raise
+        if raced:
+            self._drop_copy(user)
+        else:
+            copy.mark_stored()
+
+    def _raced(self, user: tuple[str, str], copy: UserEpisodes) -> bool:
+        """Whether a delete or a forget committed while the copy was made: what it erased may be in
+        the copy just stored, after the erase's own sweep (the summary history's rule, docs/
+        architecture.md "Deletion wins")."""
+        after, _ = self._memory.read_memory(*user, with_facts=False)
+        return (after.generation, after.episodes_revision) != (copy.generation, copy.revision)
+
+    def _drop_copy(self, user: tuple[str, str]) -> None:
+        self._cache.forget(user)
+        if self._snapshots is not None:
+            self._snapshots.delete(*user)
 
     def revise_episodes(self, tenant_id: str, user_id: str) -> None:
         try:
@@ -123,17 +143,14 @@ class DynamoRecallStore:
             if not is_condition_failure(error):
                 raise
 
-    def _start_from_stored_copy(self, user: tuple[str, str], quietly: bool = True) -> None:
-        """A user this function holds no copy of starts from the stored one, if any. Recall
-        (`quietly`) reads the whole partition instead when the copy cannot be read: it only saves
-        reads; the condenser, which keeps it, fails and passes over the user again."""
+    def _start_from_stored_copy(self, user: tuple[str, str]) -> None:
+        """A user this function holds no copy of starts from the stored one, if any. One that
+        cannot be read only costs a whole read (and the condenser then stores a good one over it)."""
         if self._snapshots is None or self._cache.holds(user):
             return
         try:
             stored = self._snapshots.load(*user)
         except Exception as error:
-            if not quietly:
-                raise
             record_metric(MetricName.EPISODE_COPY_FAILED)
             logger.warning("stored copy of the episodes unread", extra={"error_type": type(error).__name__})
             return

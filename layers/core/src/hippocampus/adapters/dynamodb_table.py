@@ -44,6 +44,7 @@ PII_PREFIX: Final = "PII#"
 # On the memory item: episodes written since the last trim (adapters/dynamodb_episodes.py).
 EPISODE_COUNT: Final = "episode_count"
 EPISODES_REVISION: Final = "episodes_revision"
+EPISODES_WRITTEN: Final = "episodes_written"
 JOB_SK: Final = "JOB"
 JOB_REF_PREFIX: Final = "JOB#"
 # On the memory item: the user's fact counts, bumped with every change of the facts, and until when

@@ -8,9 +8,12 @@ item with the facts, reads again only the episodes from the newest one kept, or 
 the newest RECENT_EPISODES still lacking a vector of the model (the indexer's window), and checks
 the copy against the memory's `episode_count` (every episode written and not trimmed):
 
-- the count is what the copy accounts for (the count it last saw plus the episodes it found
-  since, or what is left after a trim to MEMORY_MAX_EPISODES): the copy is the partition's;
-- otherwise (an episode written out of order, e.g. redriven from the DLQ; a trim after TTL
+- every episode written since the copy was made (`episodes_written`, which no trim takes off) is
+  one the read found, and the count is what the copy accounts for (the count it last saw plus the
+  episodes it found since, or what is left after a trim to MEMORY_MAX_EPISODES): the copy is the
+  partition's;
+- otherwise (an episode written out of order, e.g. redriven from the DLQ or dated in the past,
+  even when a trim at the cap made the count add up again; a trim after TTL
   deletions), or with another generation (a delete), or another `episodes_revision` (an episode
   forgotten, old episodes re-indexed: changes a count cannot show): the user's episodes are read
   whole again.
@@ -32,25 +35,21 @@ from typing import Final
 
 from hippocampus.adapters.dynamodb_episodes import episode_of
 from hippocampus.adapters.dynamodb_items import Item
-from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, unpack
+from hippocampus.adapters.vector_codec import stored_vector
 from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
-from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, StoredContext, Vector
+from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, StoredContext
 
 MAX_EPISODES: Final = 20_000
+# The condenser's copies, kept only to store them (adapters/episode_snapshots.py): two users at the
+# default cap, the users of a batch that come back soon.
+KEEPER_EPISODES: Final = 4_000
 
 
 @dataclass
 class CachedEpisode:
     entry: Indexed
     expires_at: int | None  # the item's TTL (epoch seconds)
-
-
-def stored_vector(item: Item) -> Vector | None:
-    """The vector on a stored document (a fact's, an episode's, a record's), if it has one."""
-    if VECTOR_ATTRIBUTE not in item or VECTOR_MODEL_ATTRIBUTE not in item:
-        return None
-    return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
 
 
 def cached_episode(item: Item, context: StoredContext | None = None) -> CachedEpisode:
@@ -66,6 +65,7 @@ class UserEpisodes:
     generation: int
     episode_count: int
     revision: int
+    written: int  # MemoryState.episodes_written as the copy accounts for it
     by_key: dict[str, CachedEpisode] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)  # ascending: the oldest first
     # Whether it changed since it was stored or loaded (adapters/episode_snapshots.py).
@@ -96,6 +96,10 @@ class UserEpisodes:
             self.by_key[sk] = episode
             self.changed = True
         return added
+
+    def mark_stored(self) -> None:
+        """As stored, or as loaded from storage: unchanged since."""
+        self.changed = False
 
     def keep_newest(self, count: int) -> None:
         excess, self.keys = self.keys[: max(0, len(self.keys) - count)], self.keys[-count:] if count else []
@@ -131,7 +135,9 @@ class EpisodeCache:
         if kept is not None and not self._refresh(kept, state, model, read):
             kept = None
         if kept is None:
-            kept = UserEpisodes(state.generation, state.episode_count, state.episodes_revision)
+            kept = UserEpisodes(
+                state.generation, state.episode_count, state.episodes_revision, state.episodes_written
+            )
             kept.merge(read(None))
         self._users[user] = kept
         self._bound()
@@ -163,13 +169,16 @@ class EpisodeCache:
         start = kept.read_from(model)
         if start is None:
             return False
-        expected = kept.episode_count + kept.merge(read(start))
+        added = kept.merge(read(start))
+        if state.episodes_written != kept.written + added:
+            return False  # one written out of order, before where this read began
+        expected = kept.episode_count + added
         if len(kept.keys) > self._max_kept:
             kept.keep_newest(self._max_kept)
         if state.episode_count not in (expected, len(kept.keys)):
             return False
         kept.changed = kept.changed or kept.episode_count != state.episode_count
-        kept.episode_count = state.episode_count
+        kept.episode_count, kept.written = state.episode_count, state.episodes_written
         return True
 
     def _bound(self) -> None:

@@ -32,6 +32,7 @@ from botocore.exceptions import ClientError
 from hippocampus.adapters.dynamodb_episodes import episode_attributes
 from hippocampus.adapters.dynamodb_table import DAY_S
 from hippocampus.adapters.episode_cache import CachedEpisode, UserEpisodes, cached_episode
+from hippocampus.adapters.s3 import user_prefix
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack
 from hippocampus.contracts.models import Episode
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG, RECALL_PREFIX, recall_expiry_days
@@ -44,7 +45,7 @@ _CONTEXT: Final = "context"
 
 
 def snapshot_key(tenant_id: str, user_id: str) -> str:
-    return f"{RECALL_PREFIX}{tenant_id}/{user_id}/episodes.json"
+    return user_prefix(RECALL_PREFIX, tenant_id, user_id) + "episodes.json"
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,20 @@ class EpisodeSnapshots:
         stored = json.loads(answer["Body"].read())
         if stored.get("format") != FORMAT:
             return None
-        copy = UserEpisodes(stored["generation"], stored["episode_count"], stored["episodes_revision"])
+        copy = UserEpisodes(
+            stored["generation"],
+            stored["episode_count"],
+            stored["episodes_revision"],
+            stored["episodes_written"],
+        )
         model = stored.get("context_model")
         copy.merge((row[SK], cached_episode(_item(row), _context(row, model))) for row in stored["episodes"])
-        copy.changed = False
+        copy.mark_stored()
         return copy
 
     def store(self, tenant_id: str, user_id: str, copy: UserEpisodes, model: str | None) -> bool:
-        """Store the copy's unexpired episodes, with their contexts of `model`'s vectors (none:
-        delete the stored copy); False when it holds none, so there is nothing to check after."""
+        """Store the copy's unexpired episodes, with their contexts of `model`'s vectors; True when
+        it was stored, False when it held none and the stored copy was deleted instead."""
         now_epoch = self._rules.epoch()
         kept = [(sk, cached) for sk in copy.keys if _alive(cached := copy.by_key[sk], now_epoch)]
         key = snapshot_key(tenant_id, user_id)
@@ -94,13 +100,13 @@ class EpisodeSnapshots:
         rows = [_row(sk, cached, context) for (sk, cached), context in zip(kept, contexts, strict=True)]
         if not rows:
             self._client().delete_object(Bucket=self._bucket, Key=key)
-            copy.changed = False
             return False
         document = {
             "format": FORMAT,
             "generation": copy.generation,
             "episode_count": copy.episode_count,
             "episodes_revision": copy.revision,
+            "episodes_written": copy.written,
             "context_model": model,
             "episodes": rows,
         }
@@ -112,7 +118,6 @@ class EpisodeSnapshots:
             ContentType="application/json",
             Tagging=f"{RECALL_EXPIRY_TAG}={self._tag(first_expiry, now_epoch)}",
         )
-        copy.changed = False
         return True
 
     def delete(self, tenant_id: str, user_id: str) -> None:

@@ -34,10 +34,15 @@ def _raw_prefix(tenant_id: str, user_id: str, generation: int) -> str:
     return f"{RAW_PREFIX}{tenant_id}/{user_id}/g{generation:06d}/"
 
 
+def user_prefix(prefix: str, tenant_id: str, user_id: str) -> str:
+    """Where a user's objects of one kind (`raw/`, `history/`, `recall/`) live."""
+    return f"{prefix}{tenant_id}/{user_id}/"
+
+
 def _user_prefixes(tenant_id: str, user_id: str) -> list[str]:
     # recall/: the stored copy of the user's episodes (adapters/episode_snapshots.py), whose key
     # holds no generation: it always goes.
-    return [f"{prefix}{tenant_id}/{user_id}/" for prefix in (RAW_PREFIX, HISTORY_PREFIX, RECALL_PREFIX)]
+    return [user_prefix(prefix, tenant_id, user_id) for prefix in (RAW_PREFIX, HISTORY_PREFIX, RECALL_PREFIX)]
 
 
 def _written_before(key: str, generation: int) -> bool:
@@ -174,7 +179,7 @@ class S3Archive:
         return ArchiveErasure(raw_objects, history_objects, episode_copies)
 
     def drop_episode_copy(self, tenant_id: str, user_id: str) -> int:
-        return self._erase(self._keys(f"{RECALL_PREFIX}{tenant_id}/{user_id}/"))
+        return self._erase(self._keys(user_prefix(RECALL_PREFIX, tenant_id, user_id)))
 
     def _erase(self, keys: list[str]) -> int:
         """Delete the objects at `keys`; how many."""

@@ -20,6 +20,9 @@ class MemoryState:
     # Bumped by each change of the episodes a count cannot show (one forgotten, old ones given
     # new vectors): a copy of the episodes made before it is read whole again (adapters/episode_cache.py).
     episodes_revision: int = 0
+    # Every episode ever written in this generation (a trim takes none off): a copy that did not
+    # find as many since it was made missed one written out of order (adapters/episode_cache.py).
+    episodes_written: int = 0
     # The last version of a summary a delete (or the memory TTL) emptied: versions go on after it,
     # so none read before a delete ever matches after it (docs/api.md "Headers").
     version_floor: int = 0

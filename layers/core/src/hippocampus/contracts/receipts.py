@@ -136,7 +136,7 @@ class EpisodeErasure:
 class ArchiveErasure:
     raw_objects: int
     history_objects: int
-    episode_copies: int = 0
+    episode_copies: int
 
 
 class ReceiptStore(Protocol):

@@ -9,8 +9,9 @@ records left, as the next version, with no LLM call (the old summary may hold wh
 taught); and the forget's job, `completed` at that version. A condensation in flight loses its own
 conditional write and condenses again on top of the rebuilt summary; a delete of the user since
 makes the forget read again and find nothing. Last, the summary history from the version that
-condensed the episode on is erased: each later version was written from it; and the stored copy of
-the user's episodes (adapters/episode_snapshots.py), which a copy stored meanwhile cannot escape: the
+condensed the episode on is erased: each later version was written from it. The stored copy of the
+user's episodes (adapters/episode_snapshots.py) is dropped right after the transaction, and once
+before it for a forget sent again after a failure; one stored meanwhile cannot escape: the
 transaction bumped the memory's episodes revision, which its writer checks after writing.
 """
 
@@ -94,6 +95,9 @@ class EpisodeForgetter:
 
     def forget(self, tenant_id: str, user_id: str, episode_id: str) -> ForgetResponse:
         requested_at = self._clock()
+        # First too: a forget that failed after its transaction is sent again, finds no episode
+        # (404), and must still leave no copy holding it.
+        copies = self._drop_copy(tenant_id, user_id)
         state, found = self._find(tenant_id, user_id, episode_id)
         raw = self._forget_payloads(tenant_id, user_id, state.generation, episode_id)
         for _ in range(FORGET_ATTEMPTS):
@@ -105,10 +109,9 @@ class EpisodeForgetter:
                 # A condensation, an edit or a delete got there first: decide again on what is there.
                 state, found = self._find(tenant_id, user_id, episode_id)
                 continue
+            # One stored while this forget ran holds the episode: the next pass stores one without it.
+            copies += self._drop_copy(tenant_id, user_id)
             history = self._forget_history(forget)
-            # Stored with the episode in it: the next pass over the user stores one without it.
-            with self._tracing.span("s3.drop_episode_copy", tenant_id=tenant_id):
-                copies = self._archive.drop_episode_copy(tenant_id, user_id)
             logger.info("episode forgotten", extra={"tenant_id": tenant_id, "job_id": forget.job.job_id})
             deletion = Deletion(tenant_id, user_id, "episode", episode_id, forget.generation, requested_at)
             erased = ErasedCounts(
@@ -125,6 +128,10 @@ class EpisodeForgetter:
                 receipt = issue_receipt(self._receipts, deletion, erased, self._clock())
             return ForgetResponse(jobs=[forget.job], receipt_id=receipt.receipt_id)
         raise WriteConflict("the user's memory kept changing; send the request again")
+
+    def _drop_copy(self, tenant_id: str, user_id: str) -> int:
+        with self._tracing.span("s3.drop_episode_copy", tenant_id=tenant_id):
+            return self._archive.drop_episode_copy(tenant_id, user_id)
 
     def _find(self, tenant_id: str, user_id: str, episode_id: str) -> tuple[MemoryState, list[Episode]]:
         with self._tracing.span("dynamodb.read_episode", tenant_id=tenant_id):

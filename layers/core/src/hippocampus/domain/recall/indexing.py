@@ -2,7 +2,7 @@
 
 The condenser indexes a user after each condensation, and when ingest asks it to after writing
 facts: every current fact, and every episode among the newest RECENT_EPISODES, that has no vector
-of the configured model gets one. A failure leaves them lexical-only until the next pass over the
+of the configured model gets user_pass. A failure leaves them lexical-only until the next pass over the
 user, which finds them again; the summary never waits for it.
 """
 
@@ -42,7 +42,7 @@ def model_key(embedder: Embedder) -> str:
 
 
 @dataclass(frozen=True)
-class _Pass:
+class _UserPass:
     """One pass over a user (see `Indexer.index_user`)."""
 
     tenant_id: str
@@ -73,40 +73,48 @@ class Indexer:
         fails, or IndexingCut when the invocation's time (`remaining_ms`) runs short between two
         calls (the caller decides whether that is retried or only logged). `generation`: the one
         the caller just wrote the user's memory at (None: the store reads it)."""
-        one = _Pass(tenant_id, user_id, recent_episodes, remaining_ms, generation)
+        user_pass = _UserPass(tenant_id, user_id, recent_episodes, remaining_ms, generation)
         embedder = self._embedder()
         # MEMORY_EMBEDDING_PROVIDER=none: lexical ranking only, no vectors to make
-        stored = 0 if embedder is None else self._index(one, embedder)
-        self._keep_copy(one, model_key(embedder) if embedder else None)
+        stored = 0 if embedder is None else self._index(user_pass, embedder)
+        self._keep_copy(user_pass, model_key(embedder) if embedder else None)
         return stored
 
-    def _index(self, one: _Pass, embedder: Embedder) -> int:
+    def _index(self, user_pass: _UserPass, embedder: Embedder) -> int:
         model = model_key(embedder)
-        due = self._store.unindexed(one.tenant_id, one.user_id, model, one.recent_episodes, one.generation)
-        stored = episodes = 0
-        for start in range(0, len(due), EMBED_BATCH):
-            if one.out_of_time():
-                raise IndexingCut(f"{len(due) - start} documents left for the next pass")
-            chunk = due[start : start + EMBED_BATCH]
-            vectors = embedder.embed([embedded_text(document) for document in chunk])
-            for document, values in zip(chunk, vectors, strict=True):
-                if self._store.set_vector(one.tenant_id, one.user_id, document, Vector(model, tuple(values))):
-                    stored += 1
-                    episodes += document.kind == "episode"
-        if episodes and one.recent_episodes > RECENT_EPISODES:
-            # Episodes older than any copy reads again got vectors (a re-index): the copies are stale.
-            self._store.revise_episodes(one.tenant_id, one.user_id)
+        due = self._store.unindexed(
+            user_pass.tenant_id, user_pass.user_id, model, user_pass.recent_episodes, user_pass.generation
+        )
+        stored: list[Unindexed] = []
+        try:
+            for start in range(0, len(due), EMBED_BATCH):
+                if user_pass.out_of_time():
+                    raise IndexingCut(f"{len(due) - start} documents left for the next pass")
+                chunk = due[start : start + EMBED_BATCH]
+                vectors = embedder.embed([embedded_text(document) for document in chunk])
+                for document, values in zip(chunk, vectors, strict=True):
+                    if self._store.set_vector(
+                        user_pass.tenant_id, user_pass.user_id, document, Vector(model, tuple(values))
+                    ):
+                        stored.append(document)
+        finally:
+            # Episodes older than any copy reads again got vectors (a re-index), even if the pass
+            # stops short: the copies of the user's episodes are stale.
+            if user_pass.recent_episodes > RECENT_EPISODES and any(
+                document.kind == "episode" for document in stored
+            ):
+                self._store.revise_episodes(user_pass.tenant_id, user_pass.user_id)
         if stored:
-            record_metric(MetricName.DOCUMENTS_INDEXED, stored)
-        return stored
+            record_metric(MetricName.DOCUMENTS_INDEXED, len(stored))
+        return len(stored)
 
-    def _keep_copy(self, one: _Pass, model: str | None) -> None:
+    def _keep_copy(self, user_pass: _UserPass, model: str | None) -> None:
         """The stored copy of the user's episodes, up to date. A failure, or no time left for it,
         is only logged: a first query then reads the partition whole, and the next pass tries again."""
-        if one.out_of_time():
+        if user_pass.out_of_time():
             return
         try:
-            self._store.keep_copy(one.tenant_id, one.user_id, model)
+            self._store.keep_copy(user_pass.tenant_id, user_pass.user_id, model)
         except Exception as error:
             record_metric(MetricName.EPISODE_COPY_FAILED)
             logger.warning("stored copy of the episodes not kept", extra={"error_type": type(error).__name__})
