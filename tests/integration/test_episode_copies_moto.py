@@ -10,6 +10,7 @@ import pytest
 
 from hippocampus import wiring
 from hippocampus.adapters import aws_clients
+from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots, snapshot_key
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG
 from tests.support.lambda_harness import Service
@@ -154,3 +155,18 @@ def test_a_condenser_without_time_left_keeps_no_copy(aws: Any, monkeypatch: pyte
     boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
     wiring.indexer().index_user(T, U, remaining_ms=lambda: 1_000)
     assert stored(aws) is None
+
+
+def test_a_copy_its_writer_could_not_check_is_dropped(
+    service: Service, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(*_: Any) -> bool:
+        raise OSError("DynamoDB timed out reading the memory item again")
+
+    monkeypatch.setattr(DynamoRecallStore, "_raced", unreadable)
+    ingest(service, "The shop opened in Lyon.")  # condensed; the copy stored, then not checked
+    assert stored(aws) is None
+    monkeypatch.undo()
+    ingest(service, "We now also sell soap in Porto.")  # the next pass stores one again
+    copy = stored(aws)
+    assert copy is not None and len(copy["episodes"]) == 2

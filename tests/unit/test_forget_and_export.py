@@ -154,3 +154,26 @@ def test_a_scheduled_event_runs_the_pass_instead_of_a_batch(ports):
     scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
     assert handler(scheduled, Context()) == {"batchItemFailures": []}
     assert ports.jobs.status(job.job_id) == "failed"
+
+
+def test_a_forget_sent_again_after_a_failure_still_leaves_no_stored_copy_of_the_episodes(call, ports):
+    ingest(ports, {"id": "t1", "text": "My number ends 4471."})
+    condense(ports)
+    ports.archive.episode_copies[(T, U)] = "a copy stored while the first forget ran"
+    # The episode went with the first forget, which failed after its transaction: this one finds
+    # nothing to forget, and still drops the copy that may hold it.
+    ports.store.episode_items[(T, U)].clear()
+    status, _ = call("DELETE", f"{MEMORY}/episodes/t1")
+    assert status == 404
+    assert (T, U) not in ports.archive.episode_copies
+
+
+def test_a_forget_drops_the_stored_copy_and_its_receipt_counts_it(call, ports):
+    ingest(ports, {"id": "t1", "text": "My number ends 4471."})
+    condense(ports)
+    ports.archive.episode_copies[(T, U)] = "the copy the condenser stored"
+    status, answer = call("DELETE", f"{MEMORY}/episodes/t1")
+    assert status == 202, answer
+    receipt = call("GET", f"{MEMORY}/deletions/{answer['receipt_id']}")[1]
+    assert receipt["erased"]["s3"]["episode_copies"] == 1
+    assert (T, U) not in ports.archive.episode_copies

@@ -264,6 +264,20 @@ def test_a_re_index_of_every_episode_marks_the_copies_of_the_episodes_stale(port
     assert ports.store.copies_kept[-1] == (T, U, "wordllama-l2-supercat@128")
 
 
+def test_a_re_index_stopped_short_still_marks_the_copies_of_the_episodes_stale(ports):
+    from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+    from hippocampus.domain.recall.indexing import ALL_EPISODES, EMBED_BATCH, IndexingCut
+
+    ingest(ports, *({"id": f"t{n}", "text": f"Turn {n} about candles."} for n in range(EMBED_BATCH + 5)))
+    condense(ports)
+    revision = ports.store.read_memory(T, U, with_facts=False)[0].episodes_revision
+    ports.embedder = OfflineEmbedder(dimensions=128)  # another model: every episode is due
+    calls = iter([60_000, 1_000])  # time for one embedding call only
+    with pytest.raises(IndexingCut):
+        ports.indexer().index_user(T, U, ALL_EPISODES, remaining_ms=lambda: next(calls))
+    assert ports.store.read_memory(T, U, with_facts=False)[0].episodes_revision == revision + 1
+
+
 def test_indexing_stops_between_calls_when_the_invocation_runs_short(ports):
     from hippocampus.domain.recall.indexing import IndexingCut
 
