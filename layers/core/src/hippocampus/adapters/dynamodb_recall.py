@@ -9,6 +9,7 @@ either, it reads the facts, the memory item and the records from `FACT#` on, the
 Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -55,6 +56,8 @@ class DynamoRecallStore:
         self._memory = memory
         self._cache = cache
         self._snapshots = snapshots
+        # Reads the stored copy of a user while the table is read (one at a time: one request).
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stored-copy")
 
     def _partition_head(self, items: list[Item]) -> tuple[MemoryState, list[Item], list[Item]]:
         """The memory's state, its current facts and its current records (not invalidated), among
@@ -68,19 +71,24 @@ class DynamoRecallStore:
     def corpus(self, tenant_id: str, user_id: str, model: str | None) -> Corpus:
         pk = user_pk(tenant_id, user_id)
         user = (tenant_id, user_id)
-        self._start_from_stored_copy(user)
-        # A user this function ranked before (or whose stored copy it just read): the memory item,
-        # the facts and the records, then the episodes since its copy, in one Query read from the
-        # highest sort key down (the episodes sort first). Otherwise the memory item first, then
-        # all the episodes. Read in this order, the episode count on the memory item is never newer
-        # than the episodes found: a write committed between the two reads shows as episodes the
-        # count does not account for, and the copy reads them whole (adapters/episode_cache.py).
+        # A user this function holds no copy of: its stored copy is read beside the Query below (S3
+        # answers while DynamoDB does), and checked against the memory item that Query reads.
+        stored = self._stored_copy_reading(user)
+        # A user this function ranked before: the memory item, the facts and the records, then the
+        # episodes since its copy, in one Query read from the highest sort key down (the episodes
+        # sort first). Otherwise the memory item first (with the facts and records), then the
+        # episodes since the stored copy, or all of them. Read in this order, the episode count on
+        # the memory item is never newer than the episodes found: a write committed between the two
+        # reads shows as episodes the count does not account for, and the copy reads them whole
+        # (adapters/episode_cache.py).
         start = self._cache.next_read(user, model)
         items = decoded_all(
             self._table.query_partition(pk, sk_from=start or FACT_PREFIX, highest_first=start is not None)
         )
         state, facts, records = self._partition_head(items)
         found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
+        if stored is not None:
+            self._adopt(user, stored)
 
         def read(since: str | None) -> list[tuple[str, CachedEpisode]]:
             episodes = found if since is not None and since == start else self._episodes_from(pk, since)
@@ -144,12 +152,21 @@ class DynamoRecallStore:
                 raise
 
     def _start_from_stored_copy(self, user: tuple[str, str]) -> None:
-        """A user this function holds no copy of starts from the stored one, if any. One that
-        cannot be read only costs a whole read (and the condenser then stores a good one over it)."""
+        stored = self._stored_copy_reading(user)
+        if stored is not None:
+            self._adopt(user, stored)
+
+    def _stored_copy_reading(self, user: tuple[str, str]) -> "Future[UserEpisodes | None] | None":
+        """The stored copy of a user this function holds no copy of, being read (None: nothing to read)."""
         if self._snapshots is None or self._cache.holds(user):
-            return
+            return None
+        return self._reader.submit(self._snapshots.load, *user)
+
+    def _adopt(self, user: tuple[str, str], reading: "Future[UserEpisodes | None]") -> None:
+        """Start from the stored copy, if any. One that cannot be read only costs a whole read (and
+        the condenser then stores a good one over it)."""
         try:
-            stored = self._snapshots.load(*user)
+            stored = reading.result()
         except Exception as error:
             record_metric(MetricName.EPISODE_COPY_FAILED)
             logger.warning("stored copy of the episodes unread", extra={"error_type": type(error).__name__})

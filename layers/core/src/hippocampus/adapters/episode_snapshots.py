@@ -137,7 +137,7 @@ def _alive(cached: CachedEpisode, now_epoch: int) -> bool:
 
 def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[str, Any]:
     """One episode as its item holds it, the vector in base64, and its context: 1 / its length,
-    then its neighbours' jobs."""
+    its neighbours' jobs, its window's offsets."""
     row: dict[str, Any] = {SK: sk, **episode_attributes(cast(Episode, cached.entry.document))}
     if cached.expires_at is not None:
         row[TTL] = cached.expires_at
@@ -146,7 +146,8 @@ def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[
         row[VECTOR_ATTRIBUTE] = base64.b64encode(pack(vector.values)).decode()
         row[VECTOR_MODEL_ATTRIBUTE] = vector.model
     if context is not None:
-        row[_CONTEXT] = [context.inverse_length, *context.neighbours]
+        # Flat, one list: fewer objects for the reader to make (4 neighbours, then the offsets).
+        row[_CONTEXT] = [context.inverse_length, *context.neighbours, *context.offsets]
     return row
 
 
@@ -154,7 +155,7 @@ def _context(row: dict[str, Any], model: str | None) -> StoredContext | None:
     stored = row.get(_CONTEXT)
     if model is None or stored is None:
         return None
-    return StoredContext(model, tuple(stored[1:]), stored[0])
+    return StoredContext(model, tuple(stored[1:5]), tuple(stored[5:]), stored[0])
 
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:

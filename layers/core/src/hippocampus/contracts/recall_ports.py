@@ -35,6 +35,7 @@ class StoredContext:
 
     model: str  # of the vectors it was made of
     neighbours: tuple[str | None, ...]  # the jobs of the episodes 2 and 1 places before, 1 and 2 after
+    offsets: tuple[int, ...]  # of the episodes in its window (itself first), those in its conversation
     inverse_length: float
 
 

@@ -283,9 +283,7 @@ def stored_contexts(episodes: Sequence[Indexed], model: str) -> list[StoredConte
     )
     pairs = _pairs(len(ordered))
     by_job = {
-        document.place[-1]: StoredContext(
-            model, _neighbours(ordered, position), _context(ordered, position, pairs)[1]
-        )
+        document.place[-1]: _stored(model, ordered, position, _context(ordered, position, pairs))
         for position, document in enumerate(ordered)
     }
     return [
@@ -294,22 +292,40 @@ def stored_contexts(episodes: Sequence[Indexed], model: str) -> list[StoredConte
     ]
 
 
+def _stored(
+    model: str, episodes: Sequence[Document], position: int, context: tuple[Window, float]
+) -> StoredContext:
+    window, inverse_length = context
+    offsets = tuple(offset for offset, _ in window)
+    return StoredContext(model, _neighbours(episodes, position), offsets, inverse_length)
+
+
 def _stored_or_made(
     episodes: Sequence[Document], position: int, pairs: list[list[float | None]]
 ) -> tuple[Window, float]:
+    """An episode's window and length as stored, when the same episodes surround it (they decide
+    both: their vectors and their times); else made."""
     stored = episodes[position].context
     if stored is not None and stored.neighbours == _neighbours(episodes, position):
-        return _window(episodes, position), stored.inverse_length
+        window = tuple((offset, CONTEXT_WEIGHTS[abs(offset)]) for offset in stored.offsets)
+        return window, stored.inverse_length
     return _context(episodes, position, pairs)
 
 
 def _neighbours(episodes: Sequence[Document], position: int) -> tuple[str | None, ...]:
     """The jobs of the episodes 2 and 1 places before `position` and 1 and 2 after (None: none
     there): an episode's job is unique to it, and the last of its place."""
-    return tuple(
-        (episodes[other].place or (None,))[-1] if 0 <= other < len(episodes) else None
-        for other in (position - 2, position - 1, position + 1, position + 2)
+    count = len(episodes)
+    return (
+        _job(episodes[position - 2]) if position >= 2 else None,
+        _job(episodes[position - 1]) if position >= 1 else None,
+        _job(episodes[position + 1]) if position + 1 < count else None,
+        _job(episodes[position + 2]) if position + 2 < count else None,
     )
+
+
+def _job(episode: Document) -> str | None:
+    return episode.place[-1] if episode.place else None
 
 
 def _pairs(count: int) -> list[list[float | None]]:
@@ -327,10 +343,6 @@ def _members(episodes: Sequence[Document], position: int) -> list[tuple[int, flo
             if 0 <= other < len(episodes) and _same_conversation(here, episodes[other]):
                 members.append((other, weight))
     return members
-
-
-def _window(episodes: Sequence[Document], position: int) -> Window:
-    return tuple((other - position, weight) for other, weight in _members(episodes, position))
 
 
 def _context(
