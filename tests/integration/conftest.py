@@ -1,8 +1,11 @@
+from typing import Any
+
 import boto3
 import pytest
 from moto import mock_aws
 
 from hippocampus import wiring
+from hippocampus.adapters import aws_clients
 from hippocampus.contracts import names
 from tests.support.lambda_harness import Service
 from tests.support.moto_resources import create_resources
@@ -39,3 +42,15 @@ def aws(monkeypatch):
 @pytest.fixture
 def service(aws):
     return Service(aws.queue_url, boto3.client("sqs"))
+
+
+@pytest.fixture
+def items_read(aws: Any) -> list[int]:
+    """The number of items each DynamoDB Query of the functions returned."""
+    counts: list[int] = []
+
+    def count(parsed: dict[str, Any], **_: Any) -> None:
+        counts.append(len(parsed.get("Items", [])))
+
+    aws_clients.client("dynamodb").meta.events.register("after-call.dynamodb.Query", count)
+    return counts

@@ -9,26 +9,11 @@ import boto3
 import pytest
 
 from hippocampus import wiring
-from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots, snapshot_key
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG
 from tests.support.lambda_harness import Service
-
-T, U = "acme", "alice"
-MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
-
-
-def ingest(service: Service, *texts: str) -> None:
-    items = [{"id": f"turn{abs(hash(text)) % 10**8}", "text": text} for text in texts]
-    assert service.call("POST", MEMORY, {"items": items}).status == 202
-    service.drain()
-
-
-def found(service: Service, text: str) -> list[str]:
-    response = service.call("POST", MEMORY + "/query", {"query": text, "types": ["episode"], "top_k": 50})
-    assert response.status == 200, response.body
-    return [result["text"] for result in response.body["results"]]
+from tests.support.recall_turns import MEMORY, T, U, found, ingest
 
 
 def another_function() -> None:
@@ -44,18 +29,6 @@ def stored(aws: Any) -> dict[str, Any] | None:
         return None
     document: dict[str, Any] = json.loads(body.read())
     return document
-
-
-@pytest.fixture
-def items_read(aws: Any) -> list[int]:
-    """The number of items each DynamoDB Query of the functions returned."""
-    counts: list[int] = []
-
-    def count(parsed: dict[str, Any], **_: Any) -> None:
-        counts.append(len(parsed.get("Items", [])))
-
-    aws_clients.client("dynamodb").meta.events.register("after-call.dynamodb.Query", count)
-    return counts
 
 
 def test_a_first_query_starts_from_the_stored_copy_and_reads_only_what_is_newer(

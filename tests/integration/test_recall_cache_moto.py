@@ -12,33 +12,7 @@ from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_table import Table
 from hippocampus.contracts.models import Episode
 from tests.support.lambda_harness import Service
-
-T, U = "acme", "alice"
-MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
-
-
-def ingest(service: Service, *texts: str) -> None:
-    items = [{"id": f"turn{abs(hash(text)) % 10**8}", "text": text} for text in texts]
-    assert service.call("POST", MEMORY, {"items": items}).status == 202
-    service.drain()
-
-
-def found(service: Service, text: str) -> list[str]:
-    response = service.call("POST", MEMORY + "/query", {"query": text, "types": ["episode"]})
-    assert response.status == 200, response.body
-    return [result["text"] for result in response.body["results"]]
-
-
-@pytest.fixture
-def items_read(aws: Any) -> list[int]:
-    """The number of items each DynamoDB Query of the functions returned."""
-    counts: list[int] = []
-
-    def count(parsed: dict[str, Any], **_: Any) -> None:
-        counts.append(len(parsed.get("Items", [])))
-
-    aws_clients.client("dynamodb").meta.events.register("after-call.dynamodb.Query", count)
-    return counts
+from tests.support.recall_turns import MEMORY, T, U, found, ingest
 
 
 def test_the_next_query_reads_only_the_new_turn_and_finds_it(service: Service, items_read: list[int]) -> None:
