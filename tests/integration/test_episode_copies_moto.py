@@ -9,11 +9,18 @@ import boto3
 import pytest
 
 from hippocampus import wiring
+from hippocampus.adapters import aws_clients, dynamodb_recall
 from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots, snapshot_key
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG
 from tests.support.lambda_harness import Service
 from tests.support.recall_turns import MEMORY, T, U, found, ingest
+
+
+@pytest.fixture(autouse=True)
+def every_user_worth_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few turns stand for a long history: a fresh function reads the copy of any user."""
+    monkeypatch.setattr(dynamodb_recall, "COPY_WORTH_READING", 1)
 
 
 def another_function() -> None:
@@ -143,3 +150,17 @@ def test_a_copy_its_writer_could_not_check_is_dropped(
     ingest(service, "We now also sell soap in Porto.")  # the next pass stores one again
     copy = stored(aws)
     assert copy is not None and len(copy["episodes"]) == 2
+
+
+def test_a_fresh_function_reads_no_copy_of_a_user_with_few_episodes(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its S3 client would cost its cold start more than the whole read saves."""
+    monkeypatch.setattr(dynamodb_recall, "COPY_WORTH_READING", 100)  # as shipped
+    ingest(service, "The shop opened in Lyon.")
+    another_function()
+    asked: list[str] = []
+    reader = aws_clients.client("s3", optional_reads=True)  # what recall reads copies with
+    reader.meta.events.register("before-call.s3.GetObject", lambda **_: asked.append("GetObject"))
+    assert found(service, "Lyon") == ["The shop opened in Lyon."]
+    assert asked == []

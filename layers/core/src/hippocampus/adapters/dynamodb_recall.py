@@ -11,7 +11,7 @@ Vectors live on the items themselves (adapters/vector_codec.py).
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -72,8 +72,10 @@ class DynamoRecallStore:
         pk = user_pk(tenant_id, user_id)
         user = (tenant_id, user_id)
         # A user this function holds no copy of: its stored copy is read beside the Query below (S3
-        # answers while DynamoDB does), and checked against the memory item that Query reads.
-        stored = self._stored_copy_reading(user)
+        # answers while DynamoDB does), and checked against the memory item that Query reads; in a
+        # function that has read none yet, only for a user with enough episodes to be worth making
+        # the S3 client for (~35 ms of a cold start), once the memory item has told how many.
+        stored = self._stored_copy_reading(user) if self._snapshots and self._snapshots.read_before else None
         # A user this function ranked before: the memory item, the facts and the records, then the
         # episodes since its copy, in one Query read from the highest sort key down (the episodes
         # sort first). Otherwise the memory item first (with the facts and records), then the
@@ -87,6 +89,8 @@ class DynamoRecallStore:
         )
         state, facts, records = self._partition_head(items)
         found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
+        if stored is None and state.episode_count >= COPY_WORTH_READING:
+            stored = self._stored_copy_reading(user)
         if stored is not None:
             self._adopt(user, stored)
 
@@ -215,6 +219,10 @@ class DynamoRecallStore:
                 return False
             raise
         return True
+
+
+# Below this many episodes a whole read costs about what the stored copy does (adapters/episode_snapshots.py).
+COPY_WORTH_READING: Final = 100
 
 
 def _of_generation(items: list[Item], generation: int) -> list[tuple[str, CachedEpisode]]:

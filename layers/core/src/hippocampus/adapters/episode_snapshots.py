@@ -65,9 +65,11 @@ class EpisodeSnapshots:
         self._client = client
         self._rules = rules
         self._tags = recall_expiry_days(rules.longest_days)
+        self.read_before = False  # whether this process has asked S3 for a copy yet (its client made)
 
     def load(self, tenant_id: str, user_id: str) -> UserEpisodes | None:
         """The stored copy; None when there is none (or of a format this code does not read)."""
+        self.read_before = True
         try:
             answer = self._client().get_object(Bucket=self._bucket, Key=snapshot_key(tenant_id, user_id))
         except ClientError as error:
