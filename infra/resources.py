@@ -124,8 +124,9 @@ def event_bus_name(config: DeploymentConfig) -> str:
 
 def archive_bucket(config: DeploymentConfig) -> BucketSpec:
     """Raw payloads (raw/) and past memory versions (history/), each expired after its retention;
-    the stored copies of users' episodes (recall/), each expired by its tag before its first
-    episode would be (adapters/episode_snapshots.py).
+    the stored copies of users' episodes (recall/), each expired by its tag about when its first
+    episode is (within S3's daily run), and none later than the raw retention
+    (adapters/episode_snapshots.py).
 
     Unversioned on purpose: DELETE must really erase a user's content, not keep old versions.
     """

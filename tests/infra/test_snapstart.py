@@ -134,7 +134,8 @@ sys.modules["snapshot_restore_py"] = module
 
 @pytest.mark.parametrize(
     ("function", "services", "model"),
-    [("get_memory", ["dynamodb", "s3"], False), ("recall", ["dynamodb"], True)],
+    # recall's S3 client reads the users' stored copies of episodes.
+    [("get_memory", ["dynamodb", "s3"], False), ("recall", ["dynamodb", "s3"], True)],
 )
 def test_the_handler_primes_its_clients_before_the_snapshot_without_a_request(
     function: str, services: list[str], model: bool

@@ -173,7 +173,7 @@ def proxied_service(
     )
     reconciler = DeadLetterReconciler(jobs, SqsDeadLetters(aws.dlq_url, lambda: sqs))
     rules = CopyRules(longest_days=30, epoch=table.epoch, contexts=stored_contexts)
-    copies = EpisodeSnapshots(aws.bucket_name, lambda: s3, rules)
+    copies = EpisodeSnapshots(aws.bucket_name, lambda: s3, rules, client_made=lambda: True)
     recall_store = DynamoRecallStore(table, memory, EpisodeCache(max_kept=2000), copies)
     embedder = OfflineEmbedder()
     indexer = Indexer(recall_store, lambda: embedder)

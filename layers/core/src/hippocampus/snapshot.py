@@ -30,6 +30,15 @@ def prime_clients(*services: str) -> Callable[[], None]:
     return prime
 
 
+def prime_copy_reader() -> Callable[[], None]:
+    """The S3 client recall reads users' stored copies of episodes with (adapters/episode_snapshots.py)."""
+
+    def prime() -> None:
+        aws_clients.client("s3", optional_reads=True)
+
+    return prime
+
+
 def prime_embedder(embedder: "Embedder | None") -> Callable[[], None]:
     """The offline model's tokenizer and token table loaded (~50 ms of the first query otherwise);
     nothing for a provider behind an API, whose first call would be a request."""

@@ -184,7 +184,7 @@ def recall_store() -> "DynamoRecallStore":
     1,024), and the stored copy read with short timeouts (a first query falls back to a whole read)."""
     from hippocampus.adapters.episode_cache import MAX_EPISODES
 
-    return _recall_store(MAX_EPISODES, lambda: aws_clients.client("s3", optional_reads=True))
+    return _recall_store(MAX_EPISODES, optional_reads=True)
 
 
 @once
@@ -192,10 +192,10 @@ def indexing_store() -> "DynamoRecallStore":
     """The condenser's, which keeps the stored copies: a few users' episodes in its 512 MB."""
     from hippocampus.adapters.episode_cache import KEEPER_EPISODES
 
-    return _recall_store(KEEPER_EPISODES, lambda: aws_clients.client("s3"))
+    return _recall_store(KEEPER_EPISODES, optional_reads=False)
 
 
-def _recall_store(max_episodes: int, s3: Callable[[], Any]) -> "DynamoRecallStore":
+def _recall_store(max_episodes: int, optional_reads: bool) -> "DynamoRecallStore":
     from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
     from hippocampus.adapters.episode_cache import EpisodeCache
     from hippocampus.adapters.episode_snapshots import CopyRules, EpisodeSnapshots
@@ -205,7 +205,12 @@ def _recall_store(max_episodes: int, s3: Callable[[], Any]) -> "DynamoRecallStor
     table = _table()
     # The stored copies of users' episodes live as long as an episode at most (its item's TTL).
     rules = CopyRules(settings.job_retention_days, table.epoch, stored_contexts)
-    snapshots = EpisodeSnapshots(settings.require("bucket_name"), s3, rules)
+    snapshots = EpisodeSnapshots(
+        settings.require("bucket_name"),
+        lambda: aws_clients.client("s3", optional_reads),
+        rules,
+        lambda: aws_clients.made("s3", optional_reads),
+    )
     cache = EpisodeCache(settings.max_episodes, max_episodes)
     return DynamoRecallStore(table, memory_store(), cache, snapshots)
 

@@ -48,6 +48,11 @@ def client(service: str, optional_reads: bool = False) -> Any:
         return _clients[key]
 
 
+def made(service: str, optional_reads: bool = False) -> bool:
+    """Whether this process has made that client yet (what using it first would cost is paid)."""
+    return (service, optional_reads) in _clients
+
+
 def reset_clients() -> None:
     """Forget every client (tests switch endpoints between runs)."""
     with _lock:

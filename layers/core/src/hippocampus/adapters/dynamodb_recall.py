@@ -73,9 +73,9 @@ class DynamoRecallStore:
         user = (tenant_id, user_id)
         # A user this function holds no copy of: its stored copy is read beside the Query below (S3
         # answers while DynamoDB does), and checked against the memory item that Query reads; in a
-        # function that has read none yet, only for a user with enough episodes to be worth making
-        # the S3 client for (~35 ms of a cold start), once the memory item has told how many.
-        stored = self._stored_copy_reading(user) if self._snapshots and self._snapshots.read_before else None
+        # function without an S3 client yet, only for a user with enough episodes to be worth making
+        # it for (~35 ms of a cold start), once the memory item has told how many.
+        stored = self._stored_copy_reading(user) if self._snapshots and self._snapshots.ready else None
         # A user this function ranked before: the memory item, the facts and the records, then the
         # episodes since its copy, in one Query read from the highest sort key down (the episodes
         # sort first). Otherwise the memory item first (with the facts and records), then the

@@ -18,7 +18,9 @@ It holds what the table holds and no more, so it goes with it:
   is erased by its writer the same way;
 - its episodes expire with their items: each object is tagged with the whole days left to its
   first episode's expiry, rounded down to a power of two, and a lifecycle rule per tag expires it
-  then (infra/resources.py `archive_bucket`), so no copy outlives an episode by more than S3's daily run.
+  then (infra/resources.py `archive_bucket`; a last rule expires any copy after the raw retention).
+  S3 expires objects at the midnight UTC after their day, so a copy can outlive its first episode
+  by up to about two days, as an item outlives its TTL in DynamoDB; no read returns an expired one.
 """
 
 import base64
@@ -42,6 +44,15 @@ from hippocampus.contracts.recall_ports import ContextMaker, StoredContext
 
 FORMAT: Final = 1
 _CONTEXT: Final = "context"
+# What `episode_of` reads an attribute as when the item does not hold it: left out of a row, so
+# the first query has less to parse.
+_UNSAID: Final[dict[str, object]] = {
+    "is_markdown": False,
+    "metadata": "{}",
+    "additional_metadata": "{}",
+    "position": 0,
+}
+_SAID: Final = object()
 
 
 def snapshot_key(tenant_id: str, user_id: str) -> str:
@@ -60,16 +71,22 @@ class CopyRules:
 
 
 class EpisodeSnapshots:
-    def __init__(self, bucket: str, client: Callable[[], Any], rules: CopyRules) -> None:
+    def __init__(
+        self, bucket: str, client: Callable[[], Any], rules: CopyRules, client_made: Callable[[], bool]
+    ) -> None:
         self._bucket = bucket
         self._client = client
         self._rules = rules
         self._tags = recall_expiry_days(rules.longest_days)
-        self.read_before = False  # whether this process has asked S3 for a copy yet (its client made)
+        self._client_made = client_made
+
+    @property
+    def ready(self) -> bool:
+        """Whether reading a copy costs only the request (the process has made its S3 client)."""
+        return self._client_made()
 
     def load(self, tenant_id: str, user_id: str) -> UserEpisodes | None:
         """The stored copy; None when there is none (or of a format this code does not read)."""
-        self.read_before = True
         try:
             answer = self._client().get_object(Bucket=self._bucket, Key=snapshot_key(tenant_id, user_id))
         except ClientError as error:
@@ -140,7 +157,13 @@ def _alive(cached: CachedEpisode, now_epoch: int) -> bool:
 def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[str, Any]:
     """One episode as its item holds it, the vector in base64, and its context: 1 / its length,
     its neighbours' jobs, its window's offsets."""
-    row: dict[str, Any] = {SK: sk, **episode_attributes(cast(Episode, cached.entry.document))}
+    attributes = episode_attributes(cast(Episode, cached.entry.document))
+    if attributes["occurred_at"] == attributes["created_at"]:
+        del attributes["occurred_at"]  # read back as when it was accepted (`episode_of`)
+    row: dict[str, Any] = {
+        SK: sk,
+        **{name: value for name, value in attributes.items() if _UNSAID.get(name, _SAID) != value},
+    }
     if cached.expires_at is not None:
         row[TTL] = cached.expires_at
     vector = cached.entry.vector
