@@ -1,11 +1,14 @@
 """Hybrid ranking: alpha's extremes are pure, recency and filters work, nothing irrelevant returned."""
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
+from hippocampus.contracts.models import Episode
+from hippocampus.contracts.recall_ports import Indexed, Vector
 from hippocampus.domain.recall.lexical import lexical_scores
 from hippocampus.domain.recall.ranking import (
     DEFAULT_ALPHA,
@@ -19,6 +22,7 @@ from hippocampus.domain.recall.ranking import (
     rank,
     recency,
     semantic_scores,
+    stored_contexts,
     unit,
 )
 
@@ -323,3 +327,67 @@ def test_a_conversation_ranked_again_as_it_grows_and_shrinks_reads_each_turn_in_
         turns,
     ):
         assert semantic_scores(documents, query) == pytest.approx(read_in_context(documents, query))
+
+
+def test_a_context_stored_with_the_copy_is_used_only_while_the_same_episodes_surround_it():
+    """domain/recall/ranking.py `stored_contexts`: what the condenser stores with the copy of the
+    episodes, and a first query uses instead of computing each window again."""
+    generator = random.Random(11)
+
+    def vector():
+        return tuple(unit([generator.uniform(-1, 1) for _ in range(8)]))
+
+    start = NOW - timedelta(days=7)
+    episodes = [
+        Episode(
+            id=f"t{n}",
+            job_id=f"job-{n}",
+            text=f"turn {n}",
+            created_at=start + timedelta(minutes=5 * n + 120 * (n // 7)),  # a few conversations
+        )
+        for n in range(30)
+    ]
+    entries = [Indexed(episode, Vector("m@8", vector())) for episode in episodes]
+    contexts = stored_contexts(entries, "m@8")
+    query = vector()
+
+    def documents(stored, entries=entries):
+        return [
+            Document(
+                "episode",
+                e.document.id,
+                e.document.text,
+                {},
+                e.document.occurred_at,
+                e.vector.values,
+                place=e.document.place,
+                context=c,
+            )
+            for e, c in zip(entries, stored, strict=True)
+        ]
+
+    made = semantic_scores(documents([None] * len(entries)), query)
+    assert semantic_scores(documents(contexts), query) == pytest.approx(made)
+    # A wrong stored length shows where one is used: everywhere, while nothing changed around them.
+    doubled = [replace(c, inverse_length=2 * c.inverse_length) for c in contexts]
+    assert all(
+        a != pytest.approx(b)
+        for a, b in zip(semantic_scores(documents(doubled), query), made, strict=True)
+        if b > 0
+    )
+    # Made again where the episodes around one changed (a turn came in between), or by other rules.
+    late = Indexed(
+        Episode(
+            id="late",
+            job_id="job-late",
+            text="late",
+            created_at=start + timedelta(minutes=5 * 14 + 120 * 2 + 2),
+        ),
+        Vector("m@8", vector()),
+    )
+    grown = [*entries[:15], late, *entries[15:]]
+    scores = semantic_scores(documents([*doubled[:15], None, *doubled[15:]], grown), query)
+    fresh = semantic_scores(documents([None] * len(grown), grown), query)
+    assert scores[13:18] == pytest.approx(fresh[13:18]) and scores[5] != pytest.approx(fresh[5])
+    other_rules = [replace(c, rules="another") for c in doubled]
+    assert semantic_scores(documents(other_rules), query) == pytest.approx(made)

@@ -15,7 +15,14 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from hippocampus.adapters.dynamodb_items import Item, current, decoded_all, generation_of, with_prefix
+from hippocampus.adapters.dynamodb_items import (
+    Item,
+    current,
+    decoded_all,
+    generation_of,
+    is_expired,
+    with_prefix,
+)
 from hippocampus.adapters.dynamodb_memory import DynamoMemoryStore, fact_of
 from hippocampus.adapters.dynamodb_records import record_of
 from hippocampus.adapters.dynamodb_table import (
@@ -84,9 +91,14 @@ class DynamoRecallStore:
         # reads shows as episodes the count does not account for, and the copy reads them whole
         # (adapters/episode_cache.py).
         start = self._cache.next_read(user, model)
-        items = decoded_all(
-            self._table.query_partition(pk, sk_from=start or FACT_PREFIX, highest_first=start is not None)
-        )
+        try:
+            items = decoded_all(
+                self._table.query_partition(pk, sk_from=start or FACT_PREFIX, highest_first=start is not None)
+            )
+        except BaseException:
+            if stored is not None:
+                stored.cancel()  # or, already running, let it end: its result is not needed
+            raise
         state, facts, records = self._partition_head(items)
         found = [item for item in items if item[SK].startswith(EPISODE_PREFIX)]
         if stored is None and state.episode_count >= COPY_WORTH_READING:
@@ -96,7 +108,7 @@ class DynamoRecallStore:
 
         def read(since: str | None) -> list[tuple[str, CachedEpisode]]:
             episodes = found if since is not None and since == start else self._episodes_from(pk, since)
-            return _of_generation(episodes, state.generation)
+            return _of_generation(episodes, state.generation, self._table.epoch())
 
         episodes = self._cache.episodes(user, state, model, read)
         return Corpus(
@@ -115,7 +127,12 @@ class DynamoRecallStore:
         self._start_from_stored_copy(user)
         state, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)  # before the episodes
         copy = self._cache.episodes(
-            user, state, model, lambda since: _of_generation(self._episodes_from(pk, since), state.generation)
+            user,
+            state,
+            model,
+            lambda since: _of_generation(
+                self._episodes_from(pk, since), state.generation, self._table.epoch()
+            ),
         )
         if not copy.changed:
             return
@@ -123,7 +140,12 @@ class DynamoRecallStore:
             raced = self._snapshots.store(tenant_id, user_id, copy, model) and self._raced(user, copy)
         except Exception:
             # Perhaps stored, and not checked: no copy rather than one a delete or a forget missed.
-            self._drop_copy(user)
+            try:
+                self._drop_copy(user)
+            except Exception as error:  # the failure to report is the first one
+                logger.warning(
+                    "stored copy of the episodes not dropped", extra={"error_type": type(error).__name__}
+                )
             raise
         if raced:
             self._drop_copy(user)
@@ -179,8 +201,7 @@ class DynamoRecallStore:
             self._cache.adopt(user, stored)
 
     def _episodes_from(self, pk: str, since: str | None) -> list[Item]:
-        """The user's episodes from the sort key `since` on (None: all), expired ones too: the copy
-        keeps each one's TTL and drops it when it passes."""
+        """The user's episode items from the sort key `since` on (None: all)."""
         return decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since))
 
     def unindexed(
@@ -225,8 +246,15 @@ class DynamoRecallStore:
 COPY_WORTH_READING: Final = 100
 
 
-def _of_generation(items: list[Item], generation: int) -> list[tuple[str, CachedEpisode]]:
-    return [(item[SK], cached_episode(item)) for item in items if generation_of(item) == generation]
+def _of_generation(items: list[Item], generation: int, now_epoch: int) -> list[tuple[str, CachedEpisode]]:
+    """The live episodes of `generation` among `items`: one expired (DynamoDB deletes it within
+    days) is never ranked, nor counted as one the copy found since it was made, since the stored
+    copy leaves it out while still counting it as written (adapters/episode_cache.py)."""
+    return [
+        (item[SK], cached_episode(item))
+        for item in items
+        if generation_of(item) == generation and not is_expired(item, now_epoch)
+    ]
 
 
 _STILL_AS_READ = {"fact": " AND updated_at = :version", "record": " AND attribute_not_exists(invalidated_at)"}

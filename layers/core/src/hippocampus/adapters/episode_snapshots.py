@@ -102,8 +102,10 @@ class EpisodeSnapshots:
             stored["episodes_revision"],
             stored["episodes_written"],
         )
-        model = stored.get("context_model")
-        copy.merge((row[SK], cached_episode(_item(row), _context(row, model))) for row in stored["episodes"])
+        made_with = (stored.get("context_model"), stored.get("context_rules"))
+        copy.merge(
+            (row[SK], cached_episode(_item(row), _context(row, made_with))) for row in stored["episodes"]
+        )
         copy.mark_stored()
         return copy
 
@@ -127,6 +129,7 @@ class EpisodeSnapshots:
             "episodes_revision": copy.revision,
             "episodes_written": copy.written,
             "context_model": model,
+            "context_rules": next((context.rules for context in contexts if context is not None), None),
             "episodes": rows,
         }
         first_expiry = min((row[TTL] for row in rows if row.get(TTL) is not None), default=None)
@@ -176,11 +179,12 @@ def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[
     return row
 
 
-def _context(row: dict[str, Any], model: str | None) -> StoredContext | None:
+def _context(row: dict[str, Any], made_with: tuple[str | None, str | None]) -> StoredContext | None:
     stored = row.get(_CONTEXT)
-    if model is None or stored is None:
+    model, rules = made_with
+    if model is None or rules is None or stored is None:
         return None
-    return StoredContext(model, tuple(stored[1:5]), tuple(stored[5:]), stored[0])
+    return StoredContext(model, rules, tuple(stored[1:5]), tuple(stored[5:]), stored[0])
 
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ class StoredContext:
     neighbours', which holds while the episodes around it are the same ones."""
 
     model: str  # of the vectors it was made of
+    rules: str  # the weights and gap it was made with (domain/recall/ranking.py CONTEXT_RULES)
     neighbours: tuple[str | None, ...]  # the jobs of the episodes 2 and 1 places before, 1 and 2 after
     offsets: tuple[int, ...]  # of the episodes in its window (itself first), those in its conversation
     inverse_length: float

@@ -2,7 +2,7 @@
 
 The condenser indexes a user after each condensation, and when ingest asks it to after writing
 facts: every current fact, and every episode among the newest RECENT_EPISODES, that has no vector
-of the configured model gets user_pass. A failure leaves them lexical-only until the next pass over the
+of the configured model gets one. A failure leaves them lexical-only until the next pass over the
 user, which finds them again; the summary never waits for it.
 """
 
@@ -97,16 +97,26 @@ class Indexer:
                         user_pass.tenant_id, user_pass.user_id, document, Vector(model, tuple(values))
                     ):
                         stored.append(document)
-        finally:
-            # Episodes older than any copy reads again got vectors (a re-index), even if the pass
-            # stops short: the copies of the user's episodes are stale.
-            if user_pass.recent_episodes > RECENT_EPISODES and any(
-                document.kind == "episode" for document in stored
-            ):
-                self._store.revise_episodes(user_pass.tenant_id, user_pass.user_id)
+        except BaseException:
+            # Stopped short: what it gave vectors to still makes the copies stale; the reason it
+            # stopped is the error to report.
+            try:
+                self._revise_if_reindexed(user_pass, stored)
+            except Exception as error:
+                logger.warning("episodes revision not bumped", extra={"error_type": type(error).__name__})
+            raise
+        self._revise_if_reindexed(user_pass, stored)
         if stored:
             record_metric(MetricName.DOCUMENTS_INDEXED, len(stored))
         return len(stored)
+
+    def _revise_if_reindexed(self, user_pass: _UserPass, stored: list[Unindexed]) -> None:
+        """Episodes older than any copy reads again got vectors (a re-index): the copies of the
+        user's episodes are stale."""
+        if user_pass.recent_episodes > RECENT_EPISODES and any(
+            document.kind == "episode" for document in stored
+        ):
+            self._store.revise_episodes(user_pass.tenant_id, user_pass.user_id)
 
     def _keep_copy(self, user_pass: _UserPass, model: str | None) -> None:
         """The stored copy of the user's episodes, up to date. A failure, or no time left for it,

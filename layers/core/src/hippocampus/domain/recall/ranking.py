@@ -81,6 +81,8 @@ NEIGHBOUR_PULL: Final = 0.6
 # one and two places away in the same conversation (0.5, 0.25): a turn's meaning is in its context.
 CONTEXT_WEIGHTS: Final = (1.0, 0.5, 0.25)
 NEIGHBOUR_GAP: Final = timedelta(minutes=30)
+# What a stored context was made under: one made with other weights or another gap is made again.
+CONTEXT_RULES: Final = f"{CONTEXT_WEIGHTS}/{NEIGHBOUR_GAP.total_seconds():g}"
 RECENCY_HALF_LIFE_DAYS: Final = 30.0
 _SECONDS_PER_DAY: Final = 86_400.0
 
@@ -297,7 +299,7 @@ def _stored(
 ) -> StoredContext:
     window, inverse_length = context
     offsets = tuple(offset for offset, _ in window)
-    return StoredContext(model, _neighbours(episodes, position), offsets, inverse_length)
+    return StoredContext(model, CONTEXT_RULES, _neighbours(episodes, position), offsets, inverse_length)
 
 
 def _stored_or_made(
@@ -306,7 +308,11 @@ def _stored_or_made(
     """An episode's window and length as stored, when the same episodes surround it (they decide
     both: their vectors and their times); else made."""
     stored = episodes[position].context
-    if stored is not None and stored.neighbours == _neighbours(episodes, position):
+    if (
+        stored is not None
+        and stored.rules == CONTEXT_RULES
+        and stored.neighbours == _neighbours(episodes, position)
+    ):
         window = tuple((offset, CONTEXT_WEIGHTS[abs(offset)]) for offset in stored.offsets)
         return window, stored.inverse_length
     return _context(episodes, position, pairs)
