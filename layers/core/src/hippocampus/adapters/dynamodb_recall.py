@@ -9,8 +9,10 @@ either, it reads the facts, the memory item and the records from `FACT#` on, the
 Vectors live on the items themselves (adapters/vector_codec.py).
 """
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
+from functools import partial
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
@@ -57,7 +59,7 @@ class DynamoRecallStore:
         table: Table,
         memory: DynamoMemoryStore,
         cache: EpisodeCache,
-        snapshots: EpisodeSnapshots | None = None,
+        snapshots: EpisodeSnapshots,
     ) -> None:
         self._table = table
         self._memory = memory
@@ -82,7 +84,7 @@ class DynamoRecallStore:
         # answers while DynamoDB does), and checked against the memory item that Query reads; in a
         # function without an S3 client yet, only for a user with enough episodes to be worth making
         # it for (~35 ms of a cold start), once the memory item has told how many.
-        stored = self._stored_copy_reading(user) if self._snapshots and self._snapshots.ready else None
+        stored = self._stored_copy_reading(user) if self._snapshots.ready else None
         # A user this function ranked before: the memory item, the facts and the records, then the
         # episodes since its copy, in one Query read from the highest sort key down (the episodes
         # sort first). Otherwise the memory item first (with the facts and records), then the
@@ -104,11 +106,12 @@ class DynamoRecallStore:
         if stored is None and state.episode_count >= COPY_WORTH_READING:
             stored = self._stored_copy_reading(user)
         if stored is not None:
-            self._adopt(user, stored)
+            self._adopt(user, stored.result)
 
         def read(since: str | None) -> list[tuple[str, CachedEpisode]]:
-            episodes = found if since is not None and since == start else self._episodes_from(pk, since)
-            return _of_generation(episodes, state.generation, self._table.epoch())
+            if since is not None and since == start:
+                return _of_generation(found, state.generation, self._table.epoch())
+            return self._live_episodes(pk, state.generation, since)
 
         episodes = self._cache.episodes(user, state, model, read)
         return Corpus(
@@ -120,19 +123,13 @@ class DynamoRecallStore:
 
     def keep_copy(self, tenant_id: str, user_id: str, model: str | None) -> None:
         """Bring the stored copy of the user's episodes up to date (adapters/episode_snapshots.py)."""
-        if self._snapshots is None:
-            return
         user = (tenant_id, user_id)
         pk = user_pk(tenant_id, user_id)
-        self._start_from_stored_copy(user)
+        if not self._cache.holds(user):
+            self._adopt(user, partial(self._snapshots.load, *user))
         state, _ = self._memory.read_memory(tenant_id, user_id, with_facts=False)  # before the episodes
         copy = self._cache.episodes(
-            user,
-            state,
-            model,
-            lambda since: _of_generation(
-                self._episodes_from(pk, since), state.generation, self._table.epoch()
-            ),
+            user, state, model, lambda since: self._live_episodes(pk, state.generation, since)
         )
         if not copy.changed:
             return
@@ -161,8 +158,7 @@ class DynamoRecallStore:
 
     def _drop_copy(self, user: tuple[str, str]) -> None:
         self._cache.forget(user)
-        if self._snapshots is not None:
-            self._snapshots.delete(*user)
+        self._snapshots.delete(*user)
 
     def revise_episodes(self, tenant_id: str, user_id: str) -> None:
         try:
@@ -177,22 +173,17 @@ class DynamoRecallStore:
             if not is_condition_failure(error):
                 raise
 
-    def _start_from_stored_copy(self, user: tuple[str, str]) -> None:
-        stored = self._stored_copy_reading(user)
-        if stored is not None:
-            self._adopt(user, stored)
-
     def _stored_copy_reading(self, user: tuple[str, str]) -> "Future[UserEpisodes | None] | None":
         """The stored copy of a user this function holds no copy of, being read (None: nothing to read)."""
-        if self._snapshots is None or self._cache.holds(user):
+        if self._cache.holds(user):
             return None
         return self._reader.submit(self._snapshots.load, *user)
 
-    def _adopt(self, user: tuple[str, str], reading: "Future[UserEpisodes | None]") -> None:
-        """Start from the stored copy, if any. One that cannot be read only costs a whole read (and
-        the condenser then stores a good one over it)."""
+    def _adopt(self, user: tuple[str, str], load: Callable[[], UserEpisodes | None]) -> None:
+        """Start from the stored copy, if any (`load`: it read, or its read's result). One that
+        cannot be read only costs a whole read (and the condenser then stores a good one over it)."""
         try:
-            stored = reading.result()
+            stored = load()
         except Exception as error:
             record_metric(MetricName.EPISODE_COPY_FAILED)
             logger.warning("stored copy of the episodes unread", extra={"error_type": type(error).__name__})
@@ -200,9 +191,10 @@ class DynamoRecallStore:
         if stored is not None:
             self._cache.adopt(user, stored)
 
-    def _episodes_from(self, pk: str, since: str | None) -> list[Item]:
-        """The user's episode items from the sort key `since` on (None: all)."""
-        return decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since))
+    def _live_episodes(self, pk: str, generation: int, since: str | None) -> list[tuple[str, CachedEpisode]]:
+        """The user's live episodes of `generation` from the sort key `since` on (None: all)."""
+        items = decoded_all(self._table.query_partition(pk, sk_prefix=EPISODE_PREFIX, sk_from=since))
+        return _of_generation(items, generation, self._table.epoch())
 
     def unindexed(
         self, tenant_id: str, user_id: str, model: str, recent_episodes: int, generation: int | None = None

@@ -51,6 +51,9 @@ class CachedEpisode:
     entry: Indexed
     expires_at: int | None  # the item's TTL (epoch seconds)
 
+    def alive(self, now_epoch: int) -> bool:
+        return self.expires_at is None or self.expires_at > now_epoch
+
 
 def cached_episode(item: Item, context: StoredContext | None = None) -> CachedEpisode:
     """An episode as the copy keeps it, from its item (the table's, or the stored copy's, which
@@ -108,11 +111,7 @@ class UserEpisodes:
         self.changed = self.changed or bool(excess)
 
     def current(self, now_epoch: int) -> list[Indexed]:
-        return [
-            episode.entry
-            for sk in self.keys
-            if (episode := self.by_key[sk]).expires_at is None or episode.expires_at > now_epoch
-        ]
+        return [episode.entry for sk in self.keys if (episode := self.by_key[sk]).alive(now_epoch)]
 
 
 EpisodeReader = Callable[[str | None], list[tuple[str, CachedEpisode]]]

@@ -62,12 +62,11 @@ def snapshot_key(tenant_id: str, user_id: str) -> str:
 @dataclass(frozen=True)
 class CopyRules:
     """How copies are made: how long an episode lives at most (the raw payloads' retention), the
-    clock (epoch seconds), and what makes the episodes' contexts stored with them (none: no
-    contexts; a first query then makes them)."""
+    clock (epoch seconds), and what makes the episodes' contexts stored with them."""
 
     longest_days: int
     epoch: Callable[[], int]
-    contexts: ContextMaker | None = None
+    contexts: ContextMaker
 
 
 class EpisodeSnapshots:
@@ -113,10 +112,10 @@ class EpisodeSnapshots:
         """Store the copy's unexpired episodes, with their contexts of `model`'s vectors; True when
         it was stored, False when it held none and the stored copy was deleted instead."""
         now_epoch = self._rules.epoch()
-        kept = [(sk, cached) for sk in copy.keys if _alive(cached := copy.by_key[sk], now_epoch)]
+        kept = [(sk, cached) for sk in copy.keys if (cached := copy.by_key[sk]).alive(now_epoch)]
         key = snapshot_key(tenant_id, user_id)
         contexts: list[StoredContext | None] = [None] * len(kept)
-        if model is not None and self._rules.contexts is not None:
+        if model is not None:
             contexts = self._rules.contexts([cached.entry for _, cached in kept], model)
         rows = [_row(sk, cached, context) for (sk, cached), context in zip(kept, contexts, strict=True)]
         if not rows:
@@ -151,10 +150,6 @@ class EpisodeSnapshots:
             return self._tags[-1]
         days_left = (first_expiry - now_epoch) // DAY_S
         return max([days for days in self._tags if days <= days_left], default=1)
-
-
-def _alive(cached: CachedEpisode, now_epoch: int) -> bool:
-    return cached.expires_at is None or cached.expires_at > now_epoch
 
 
 def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[str, Any]:
