@@ -3,6 +3,7 @@
 read by a function that has not ranked the user, and gone with what it copies."""
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -162,3 +163,27 @@ def test_a_fresh_function_reads_no_copy_of_a_user_with_few_episodes(
     aws_clients.reset_clients()  # a cold start: no client made yet
     assert found(service, "Lyon") == ["The shop opened in Lyon."]
     assert not aws_clients.made("s3", optional_reads=True)
+
+
+def test_an_episode_past_its_expiry_is_never_found_though_dynamodb_still_holds_it(
+    service: Service, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB removes an expired item days later, not at its expiry: until then neither the stored
+    copy, nor a function's own copy, nor a whole read serves it."""
+    clock = wiring._table()  # the clock the adapters read the time and the items' TTLs by
+    start = datetime.now(UTC)
+    ingest(service, "The shop opened in Lyon.")  # lives MEMORY_JOB_RETENTION_DAYS (30)
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(days=20))
+    ingest(service, "We now also sell soap in Porto.")  # lives to day 50
+    copy = stored(aws)
+    assert copy is not None and len(copy["episodes"]) == 2
+    both = "shop Lyon soap Porto"
+    assert sorted(found(service, both)) == ["The shop opened in Lyon.", "We now also sell soap in Porto."]
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(days=31))
+    assert found(service, both) == ["We now also sell soap in Porto."]  # the function's own copy
+    another_function()
+    assert found(service, both) == ["We now also sell soap in Porto."]  # from the stored copy
+    assert found(service, both) == ["We now also sell soap in Porto."]  # and again, warm
+    boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
+    another_function()
+    assert found(service, both) == ["We now also sell soap in Porto."]  # a whole read
