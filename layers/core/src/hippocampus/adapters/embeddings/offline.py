@@ -2,10 +2,12 @@
 
 WordLlama (MIT) ships its model inside its PyPI wheel: a 32,000 by 256 table of token vectors
 (float16, 16 MB, trained from Llama 2's token embeddings) and Llama 2's tokenizer. A text's
-vector is the mean of its tokens' rows, L2-normalised — what `WordLlama.embed` computes — so
-"How should I contact him?" lands near "Prefers SMS over email." with no word in common. Nothing is
-downloaded: the files are read from where the wheel installed them (the stack's `embeddings` layer
-carries only these two files, docs/configuration.md).
+vector is the mean of its tokens' rows, L2-normalised — what `WordLlama.embed` computes. It relates
+topics with no word in common ("What instrument does he play?" and "Plays the cello in an
+orchestra.": cosine 0.31, against 0.06 at most for six unrelated facts), but seldom a question to
+its answer: "How should I contact him?" and "Prefers SMS over email." score 0.05, hardly above
+unrelated facts (0.02 at most). Nothing is downloaded: the files are read from where the wheel
+installed them (the stack's `embeddings` layer carries only these two files, docs/configuration.md).
 
 No numpy (WordLlama's own inference needs it, ~40 MB and its import on every cold start): the
 table is memory-mapped and a row is unpacked with `struct` when a token first needs it, so a
