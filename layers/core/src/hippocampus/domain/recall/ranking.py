@@ -57,7 +57,8 @@ score would no longer say how close the best match is, and `min_score` could not
 query's results out; the same scaled by the best cosine (which keeps that meaning) 0.724; the
 model's mean token direction projected out of every vector (all-but-the-top) 0.723; tokens weighted
 by their id as a frequency rank (smooth inverse frequency) 0.722-0.725; the episode's own cosine
-when above its context's 0.718; the turns embedded without their date 0.725.
+when above its context's 0.718; the query's stopwords left out of its vector 0.721; the turns
+embedded without their date 0.725.
 
 Cost, pure Python (no numpy on the layer), one core of a 2-core AMD EPYC, CPU time, for 2,200
 documents (82,400 words) with 256-dimension vectors (`bench/bench_recall_quality.py` prints it):
