@@ -13,7 +13,7 @@ as '), a short English stopword list dropped, each word reduced to its Snowball 
 import re
 from typing import Final
 
-import snowballstemmer  # type: ignore[import-untyped]  # pure Python, ships no type hints
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer: Snowball in C, ships no type hints
 
 # Short English function words: they match nearly every document and say nothing of its subject.
 # Question words are here too, since queries are questions and stored items are answers.
@@ -32,10 +32,11 @@ STOPWORDS: Final = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-_STEMMER = snowballstemmer.stemmer("english")
-# Stemming costs ~17 µs a word in pure Python; a user's vocabulary is small and repeats, so a warm
-# function stems each word once. One lookup per word: a stopword maps to "" (dropped). Bounded:
-# emptied (and seeded again) when full, rather than tracking use.
+_STEMMER = Stemmer.Stemmer("english")
+# Stemming costs ~1.6 µs a word and a lookup ~0.05 µs; a user's vocabulary is small and repeats, so
+# a warm function stems each word once and maps a text's words in one C-speed pass (`tokens`). One
+# lookup per word: a stopword maps to "" (dropped). Bounded: emptied (and seeded again) when full,
+# rather than tracking use.
 _STEMS: dict[str, str] = {}
 _STEMS_LIMIT: Final = 50_000
 

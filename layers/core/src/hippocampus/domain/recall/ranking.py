@@ -63,8 +63,10 @@ embedded without their date 0.725.
 Cost, pure Python (no numpy on the layer), one core of a 2-core AMD EPYC, CPU time, for 2,200
 documents (82,400 words) with 256-dimension vectors (`bench/bench_recall_quality.py` prints it):
 ~22 ms when the same user is ranked again (tokens cached), ~45 ms for a new user on a warm function
-(its words' stems already known), ~160 ms for the first query of a process (stemming ~7,000 distinct words once, ~17 µs each in pure
-Python). The vectors take ~5.5 ms of it, and the episodes' contexts ~4 ms more when they are
+(its words' stems already known). The first query of a process stems ~7,000 distinct words once,
+with Snowball's C stemmers (PyStemmer, ~1.6 µs a word): 105-166 ms, against 253-431 ms with the
+pure-Python stemmer it replaced, interleaved on a slower day (the same user again: 29-38 ms). The
+vectors take ~5.5 ms of it, and the episodes' contexts ~4 ms more when they are
 kept (`_contexts`), ~30 ms when made (up to four dot products of vectors per episode); the rest is
 tokenizing and BM25.
 """
