@@ -6,9 +6,11 @@ restore it. With `MEMORY_API_URL` set, the suite runs against that deployed API 
 the tests that need the stub are skipped.
 """
 
+import json
 import os
 from collections.abc import Iterator
 
+import boto3
 import pytest
 from e2e_support import Api, LocalStackProcess, sigv4_auth, stub_reply, stub_stack_environment, unique
 
@@ -83,3 +85,28 @@ def tenant() -> str:
 @pytest.fixture
 def user() -> str:
     return unique("user")
+
+
+@pytest.fixture
+def tenant_events(local_stack: LocalStackProcess | None, tenant: str) -> Iterator[str]:
+    """The URL of a queue subscribed to the local stack's bus for the test's tenant, as a user
+    subscribes one (client/README.md "events"), for `hippocampus events --queue-url`. The stack's
+    own queue takes every test's events: the burst test's 5,000 jobs alone take a drain longer
+    than a deadline on a busy machine, and a test draining it deletes another's events."""
+    if local_stack is None:
+        pytest.skip("the bus is the local stack's (a deployment's has its own subscribers)")
+    session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
+    sqs = session.client("sqs", endpoint_url=local_stack.aws_endpoint)
+    events = session.client("events", endpoint_url=local_stack.aws_endpoint)
+    [bus] = [bus["Name"] for bus in events.list_event_buses()["EventBuses"] if bus["Name"] != "default"]
+    url = sqs.create_queue(QueueName=tenant)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    pattern = {"source": ["hippocampus"], "detail": {"tenant_id": [tenant]}}
+    events.put_rule(Name=tenant, EventBusName=bus, EventPattern=json.dumps(pattern))
+    events.put_targets(Rule=tenant, EventBusName=bus, Targets=[{"Id": "tenant-events", "Arn": arn}])
+    try:
+        yield url
+    finally:
+        events.remove_targets(Rule=tenant, EventBusName=bus, Ids=["tenant-events"])
+        events.delete_rule(Name=tenant, EventBusName=bus)
+        sqs.delete_queue(QueueUrl=url)

@@ -20,10 +20,8 @@ pytestmark = pytest.mark.e2e
 
 
 def test_the_two_agent_example_keeps_notes_private_and_its_changes_reach_the_events_queue(
-    local_stack: LocalStackProcess | None, llm: Any, tenant: str, user: str
+    local_stack: LocalStackProcess, llm: Any, tenant: str, user: str, tenant_events: str
 ) -> None:
-    if local_stack is None:
-        pytest.skip("the events queue is the local stack's")
     environment = {
         k: v
         for k, v in os.environ.items()  # noqa: TID251 - the child inherits PATH, HOME, ...
@@ -45,7 +43,7 @@ def test_the_two_agent_example_keeps_notes_private_and_its_changes_reach_the_eve
     seen: list[dict[str, Any]] = []
 
     def arrived() -> bool:
-        result = CliRunner().invoke(cli, ["--endpoint", local_stack.url, "--json", "events"])
+        result = CliRunner().invoke(cli, ["--json", "events", "--queue-url", tenant_events])
         assert result.exit_code == 0, result.output
         events = [json.loads(line) for line in result.stdout.splitlines()]
         seen.extend(e for e in events if (e["detail"]["tenant_id"], e["detail"]["user_id"]) == (tenant, user))
@@ -58,7 +56,7 @@ def test_the_two_agent_example_keeps_notes_private_and_its_changes_reach_the_eve
         } <= finished
 
     wait_for(
-        arrived, ASYNC_DEADLINE_S, 0.2, "the example's events on hippocampus-dev-events", local_stack.log_tail
+        arrived, ASYNC_DEADLINE_S, 0.2, "the example's events on the tenant's queue", local_stack.log_tail
     )
     forgotten = {e["detail"]["receipt_id"]: e["detail"] for e in seen if e["detail-type"] == "User Forgotten"}
     assert forgotten[writer_receipt[1]]["agent_id"] == "writer"

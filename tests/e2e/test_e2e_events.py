@@ -1,6 +1,7 @@
 """Change events on the running local stack (docs/operations.md "Local stack"): a turn posted over
-HTTP is condensed, and its `Memory Updated` and `Job Finished` reach the queue hippocampus-dev-events,
-read as `hippocampus events` reads it, through the stack's own port."""
+HTTP is condensed, and its `Memory Updated` and `Job Finished` reach a queue subscribed to the
+stack's bus, read by `hippocampus events --queue-url` (the stack's own queue, hippocampus-dev-events,
+takes every test's events; its lookup by name is tested in tests/client/test_client_cli_events.py)."""
 
 import json
 from typing import Any
@@ -16,18 +17,15 @@ pytestmark = pytest.mark.e2e
 
 
 def test_a_turn_publishes_memory_updated_and_job_finished_on_the_events_queue(
-    api: Api, local_stack: LocalStackProcess | None, llm: Any, tenant: str, user: str
+    api: Api, local_stack: LocalStackProcess, llm: Any, tenant: str, user: str, tenant_events: str
 ) -> None:
-    if local_stack is None:
-        pytest.skip("the events queue is the local stack's (a deployment's bus has its own subscribers)")
     assert "Events: every change on SQS hippocampus-dev-events" in local_stack.log_text()
     word = marker()  # the stub LLM keeps it: the turn makes a new version of the summary
     [job] = api.ingest(tenant, user, [{"text": f"I live in Lisbon and I repair bicycles {word}."}])
     seen: dict[str, dict[str, Any]] = {}
 
     def arrived() -> bool:
-        # What is on the queue now (the other tests' events too: printed, deleted, left aside).
-        result = CliRunner().invoke(cli, ["--endpoint", local_stack.url, "--json", "events"])
+        result = CliRunner().invoke(cli, ["--json", "events", "--queue-url", tenant_events])
         assert result.exit_code == 0, result.output
         for line in result.stdout.splitlines():
             event = json.loads(line)
@@ -36,9 +34,7 @@ def test_a_turn_publishes_memory_updated_and_job_finished_on_the_events_queue(
                 seen[event["detail-type"]] = event
         return {"Memory Updated", "Job Finished"} <= set(seen)
 
-    wait_for(
-        arrived, ASYNC_DEADLINE_S, 0.2, "the turn's events on hippocampus-dev-events", local_stack.log_tail
-    )
+    wait_for(arrived, ASYNC_DEADLINE_S, 0.2, "the turn's events on the tenant's queue", local_stack.log_tail)
     finished, updated = seen["Job Finished"], seen["Memory Updated"]
     assert finished["source"] == updated["source"] == "hippocampus"
     assert (finished["detail"]["job_id"], finished["detail"]["status"]) == (job["job_id"], "completed")
