@@ -9,6 +9,7 @@ the tests that need the stub are skipped.
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import boto3
 import pytest
@@ -34,13 +35,8 @@ def stub() -> Iterator[OpenAIStub | None]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def local_stack(
-    stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalStackProcess | None]:
-    if stub is None:
-        yield None
-        return
+@contextmanager
+def _running_stack(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackProcess]:
     process = LocalStackProcess(
         tmp_path_factory.mktemp("local_stack") / "stack.log", _stack_environment(stub)
     )
@@ -55,11 +51,39 @@ def local_stack(
         assert AUTH_LINE in process.log_text()
 
 
-@pytest.fixture(scope="session")
-def api(local_stack: LocalStackProcess | None) -> Api:
+def _api(local_stack: LocalStackProcess | None) -> Api:
     if local_stack is None:
         return Api(REMOTE_URL, auth=sigv4_auth(REMOTE_URL))
     return Api(local_stack.url, diagnostics=lambda: "local stack log:\n" + local_stack.log_tail(40))
+
+
+@pytest.fixture(scope="session")
+def local_stack(
+    stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalStackProcess | None]:
+    if stub is None:
+        yield None
+        return
+    with _running_stack(stub, tmp_path_factory) as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def api(local_stack: LocalStackProcess | None) -> Api:
+    return _api(local_stack)
+
+
+@pytest.fixture(scope="module")
+def own_api(stub: OpenAIStub | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """The API of a local stack of the module's own (or the deployed one), for a test whose load
+    would hold up the others on a shared stack: the client burst's 5,000 jobs put tens of thousands
+    of changes on the table's stream, and another test's events then wait behind them for a minute
+    on a busy machine."""
+    if stub is None:
+        yield _api(None)
+        return
+    with _running_stack(stub, tmp_path_factory) as process:
+        yield _api(process)
 
 
 @pytest.fixture
@@ -91,8 +115,7 @@ def user() -> str:
 def tenant_events(local_stack: LocalStackProcess | None, tenant: str) -> Iterator[str]:
     """The URL of a queue subscribed to the local stack's bus for the test's tenant, as a user
     subscribes one (client/README.md "events"), for `hippocampus events --queue-url`. The stack's
-    own queue takes every test's events: the burst test's 5,000 jobs alone take a drain longer
-    than a deadline on a busy machine, and a test draining it deletes another's events."""
+    own queue takes every test's events, and a test draining it deletes another's."""
     if local_stack is None:
         pytest.skip("the bus is the local stack's (a deployment's has its own subscribers)")
     session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
