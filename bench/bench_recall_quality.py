@@ -45,6 +45,7 @@ from typing import Any
 from hippocampus.adapters.embeddings.hashed import HashedEmbedder
 from hippocampus.adapters.embeddings.offline import OfflineEmbedder
 from hippocampus.contracts.ports import Embedder
+from hippocampus.contracts.recall_ports import Vector
 from hippocampus.domain.recall import lexical
 from hippocampus.domain.recall.dates import dated, searched
 from hippocampus.domain.recall.ranking import DEFAULT_ALPHA, Document, rank, unit
@@ -150,7 +151,7 @@ def hybrid(turns: list[Turn], embedder: Embedder, alpha: float) -> Ranker:
             turn.text,
             {},
             turn.occurred_at,
-            vector,
+            Vector.of(embedder.model, vector),  # as stored: a byte a dimension
             searched=searched(turn.text, turn.occurred_at),
             place=(turn.occurred_at, position),
         )
@@ -242,7 +243,7 @@ def timing(documents_count: int = 2200, dimensions: int = 256, runs: int = 20) -
             text(12 if index < 200 else 40),
             {},
             NOW - timedelta(hours=index),
-            unit([rng.gauss(0, 1) for _ in range(dimensions)]),
+            Vector.of("random", unit([rng.gauss(0, 1) for _ in range(dimensions)])),
         )
         for index in range(documents_count)
     ]

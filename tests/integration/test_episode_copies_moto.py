@@ -13,6 +13,7 @@ from hippocampus import wiring
 from hippocampus.adapters import aws_clients, dynamodb_recall
 from hippocampus.adapters.dynamodb_recall import DynamoRecallStore
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots, snapshot_key
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE
 from hippocampus.contracts.names import RECALL_EXPIRY_TAG
 from tests.support.lambda_harness import Service
 from tests.support.recall_turns import MEMORY, T, U, found, ingest
@@ -45,7 +46,7 @@ def test_a_first_query_starts_from_the_stored_copy_and_reads_only_what_is_newer(
     ingest(service, *(f"Turn {n} about the candle shop." for n in range(30)))
     copy = stored(aws)
     assert copy is not None and len(copy["episodes"]) == 30
-    assert all("vector" in row for row in copy["episodes"])  # kept after the vectors were made
+    assert all(VECTOR_ATTRIBUTE in row for row in copy["episodes"])  # kept after the vectors were made
     whole = found(service, "candle shop Turn 7")
     another_function()
     items_read.clear()

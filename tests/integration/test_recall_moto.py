@@ -2,6 +2,7 @@
 vectors in DynamoDB, the query and context routes of the recall function (docs/api.md "Recall")."""
 
 import json
+import struct
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,8 @@ from hippocampus import wiring
 from hippocampus.adapters import aws_clients
 from hippocampus.adapters.dynamodb_table import user_pk
 from hippocampus.adapters.episode_snapshots import snapshot_key
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, unpack
+from hippocampus.contracts.recall_ports import Vector
 from tests.support.fakes import ScriptedModel
 
 T, U = "acme", "alice"
@@ -62,7 +65,39 @@ def test_facts_and_episodes_get_their_vectors_in_the_table(seeded: Any, aws: Any
     documents = [item for item in items if item["sk"]["S"].startswith(("FACT#", "EPISODE#"))]
     assert len(documents) == 5
     assert {item["vector_model"]["S"] for item in documents} == {"wordllama-l2-supercat@256"}
-    assert all(len(item["vector"]["B"]) == 512 for item in documents)  # 256 half-precision floats
+    # The scale (a 32-bit float), then a byte for each of the 256 dimensions.
+    assert all(len(item[VECTOR_ATTRIBUTE]["B"]) == 260 for item in documents)
+
+
+def test_vectors_stored_as_half_floats_before_are_read_alike_and_replaced_by_a_reindex(
+    seeded: Any, aws: Any
+) -> None:
+    """Items written before vectors were kept a byte a dimension hold 256 16-bit floats under
+    `vector` (adapters/vector_codec.py): they rank as they did, and a new vector replaces them."""
+    dynamodb = boto3.client("dynamodb")
+    before = query(seeded, "Stripe payments Lyon")["results"]
+    pk = {"S": user_pk(T, U)}
+    items = dynamodb.query(
+        TableName=aws.table_name, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": pk}
+    )["Items"]
+    for item in (item for item in items if VECTOR_ATTRIBUTE in item):
+        values = unpack(item["vector_model"]["S"], item[VECTOR_ATTRIBUTE]["B"]).values()
+        dynamodb.update_item(
+            TableName=aws.table_name,
+            Key={"pk": pk, "sk": item["sk"]},
+            UpdateExpression=f"SET vector = :half REMOVE {VECTOR_ATTRIBUTE}",
+            ExpressionAttributeValues={":half": {"B": struct.pack(f"<{len(values)}e", *values)}},
+        )
+    boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
+    wiring.reset()  # a function that has not read this user: every vector from the table
+    after = query(seeded, "Stripe payments Lyon")["results"]
+    assert [r["id"] for r in after] == [r["id"] for r in before]
+    assert [r["score"] for r in after] == pytest.approx([r["score"] for r in before], abs=0.002)
+    store = wiring.recall_store()
+    due = store.unindexed(T, U, "another-model@3", 100)
+    assert due and all(store.set_vector(T, U, d, Vector.of("another-model@3", (1.0, 0.0, 0.0))) for d in due)
+    rewritten = dynamodb.get_item(TableName=aws.table_name, Key={"pk": pk, "sk": {"S": due[0].key}})["Item"]
+    assert "vector" not in rewritten and len(rewritten[VECTOR_ATTRIBUTE]["B"]) == 4 + 3
 
 
 def test_the_right_item_comes_first_for_exact_words_and_word_variants(seeded: Any) -> None:
@@ -295,8 +330,8 @@ def test_current_records_get_vectors_and_are_ranked_with_the_facts_and_episodes(
     ids = move_to_berlin(service)
     stored = record_items(aws)
     assert stored[ids["berlin"]]["vector_model"]["S"] == "wordllama-l2-supercat@256"
-    assert len(stored[ids["berlin"]]["vector"]["B"]) == 512
-    assert "vector" not in stored[ids["paris"]]  # the invalidation rewrote it whole, without one
+    assert len(stored[ids["berlin"]][VECTOR_ATTRIBUTE]["B"]) == 260
+    assert VECTOR_ATTRIBUTE not in stored[ids["paris"]]  # the invalidation rewrote it whole, without one
     body = query(service, "where does Alice live?")
     assert body["results"][0]["id"] == ids["berlin"] and body["results"][0]["type"] == "record"
     assert not body["retrieval"]["lexical_only"]
@@ -313,18 +348,15 @@ def test_current_records_get_vectors_and_are_ranked_with_the_facts_and_episodes(
 
 
 def test_a_record_invalidated_after_it_was_read_for_indexing_gets_no_vector(service: Any, aws: Any) -> None:
-    from hippocampus import wiring
-    from hippocampus.contracts.recall_ports import Vector
-
     ids = move_to_berlin(service)
     store = wiring.recall_store()
     assert store.unindexed(T, U, "another-model@3", 100) != []  # every document, for another model
     due = [d for d in store.unindexed(T, U, "another-model@3", 100) if d.kind == "record"]
     assert [d.key for d in due] == [f"RECORD#{ids['berlin']}"]  # the current record only
     paris = replace(due[0], key=f"RECORD#{ids['paris']}")  # as read before its invalidation
-    assert not store.set_vector(T, U, paris, Vector("another-model@3", (1.0, 0.0, 0.0)))
-    assert store.set_vector(T, U, due[0], Vector("another-model@3", (1.0, 0.0, 0.0)))
-    assert "vector" not in record_items(aws)[ids["paris"]]
+    assert not store.set_vector(T, U, paris, Vector.of("another-model@3", (1.0, 0.0, 0.0)))
+    assert store.set_vector(T, U, due[0], Vector.of("another-model@3", (1.0, 0.0, 0.0)))
+    assert VECTOR_ATTRIBUTE not in record_items(aws)[ids["paris"]]
 
 
 def test_the_first_query_reads_the_memory_facts_and_records_in_one_request(service: Any, aws: Any) -> None:

@@ -16,7 +16,7 @@ def episode(n: int, vector: bool = True, expires_at: int | None = None) -> tuple
     document = Episode(
         id=f"t{n}", job_id=f"job-{n}", text=f"Turn {n}", created_at=datetime(2026, 1, 1, tzinfo=UTC)
     )
-    stored = Vector(MODEL, (1.0, 0.0)) if vector else None
+    stored = Vector.of(MODEL, (1.0, 0.0)) if vector else None
     return f"EPISODE#{n:013d}#000#job-{n}", CachedEpisode(Indexed(document, stored), expires_at)
 
 

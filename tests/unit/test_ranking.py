@@ -16,7 +16,6 @@ from hippocampus.domain.recall.ranking import (
     NEIGHBOUR_PULL,
     RECENCY_HALF_LIFE_DAYS,
     Document,
-    cosine,
     matches,
     pulled_by_neighbours,
     rank,
@@ -29,8 +28,17 @@ from hippocampus.domain.recall.ranking import (
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
+def stored(vector):
+    """A vector as the store keeps it (a byte a dimension), None for none."""
+    return None if vector is None else Vector.of("m", vector)
+
+
+def cosine(unit_query, values):
+    return max(0.0, min(1.0, sum(q * v for q, v in zip(unit_query, values, strict=True))))
+
+
 def doc(doc_id, text, vector=None, days_old=0.0, doc_type="fact", **metadata):
-    return Document(doc_type, doc_id, text, metadata, NOW - timedelta(days=days_old), vector)
+    return Document(doc_type, doc_id, text, metadata, NOW - timedelta(days=days_old), stored(vector))
 
 
 def ids(results):
@@ -73,15 +81,32 @@ def test_alpha_0_is_lexical_only():
 def test_alpha_1_is_semantic_only():
     results = run("stripe payments", QUERY_VECTOR, DOCS, alpha=1.0)
     assert ids(results) == ["sem", "mid"]  # "lex" has cosine 0: dropped despite its words
-    assert results[0].score == pytest.approx(cosine(unit(QUERY_VECTOR), DOCS[1].vector))
-    assert results[0].score == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)
-    assert results[1].score == pytest.approx(0.6)
+    assert results[0].score == pytest.approx(cosine(unit(QUERY_VECTOR), DOCS[1].vector.values()))
+    assert results[0].score == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)  # its largest value: exact
+    assert results[1].score == pytest.approx(0.6, abs=0.8 / 127 / 2)  # stored within half a step
+
+
+def test_a_stored_vector_is_within_half_a_step_of_the_models_and_its_products_are_its_values():
+    rng = random.Random(5)
+    for _ in range(20):
+        values = unit([rng.gauss(0, 1) for _ in range(64)])
+        vector = Vector.of("m", values)
+        assert vector.dimensions == 64 and len(vector.codes) == 64
+        assert all(
+            abs(a - b) <= vector.scale / 2 + 1e-12 for a, b in zip(vector.values(), values, strict=True)
+        )
+        query = unit([rng.gauss(0, 1) for _ in range(64)])
+        assert semantic_scores([doc("d", "d", values)], query) == pytest.approx(
+            [cosine(query, vector.values())]
+        )
+    assert Vector.of("m", [0.0, 0.0]).values() == [0.0, 0.0]  # an empty text's zero vector stays zero
 
 
 def test_in_between_is_a_linear_blend():
     lexical = lexical_scores("stripe payments", [d.text for d in DOCS])
     results = {r.document.id: r.score for r in run("stripe payments", QUERY_VECTOR, DOCS, alpha=0.3)}
-    assert results["mid"] == pytest.approx(0.3 * 0.6 + 0.7 * lexical[2])
+    mid = cosine(unit(QUERY_VECTOR), DOCS[2].vector.values())
+    assert results["mid"] == pytest.approx(0.3 * mid + 0.7 * lexical[2])
     assert results["lex"] == pytest.approx(0.7 * lexical[0])
 
 
@@ -261,7 +286,7 @@ def test_turns_sent_at_one_time_are_neighbours_in_the_order_they_were_sent():
 def said(doc_id, vector, minutes):
     """An episode `minutes` after NOW minus a week, placed by when it happened."""
     at = NOW - timedelta(days=7) + timedelta(minutes=minutes)
-    return Document("episode", doc_id, f"turn {doc_id}", {}, at, vector, place=(at, doc_id))
+    return Document("episode", doc_id, f"turn {doc_id}", {}, at, stored(vector), place=(at, doc_id))
 
 
 def test_an_episodes_meaning_is_read_with_its_neighbours():
@@ -297,14 +322,16 @@ def read_in_context(documents, query):
     episodes = sorted((doc for doc in documents if doc.type == "episode"), key=lambda doc: doc.place)
     scores = {}
     for position, episode in enumerate(episodes):
-        total = list(episode.vector)
+        total = episode.vector.values()
         for distance, weight in ((1, 0.5), (2, 0.25)):
             for other in (position - distance, position + distance):
                 if (
                     0 <= other < len(episodes)
                     and abs(episodes[other].updated_at - episode.updated_at) <= NEIGHBOUR_GAP
                 ):
-                    total = [a + weight * b for a, b in zip(total, episodes[other].vector, strict=True)]
+                    total = [
+                        a + weight * b for a, b in zip(total, episodes[other].vector.values(), strict=True)
+                    ]
         scores[episode.id] = max(0.0, min(1.0, cosine(unit(query), unit(total))))
     return [scores[doc.id] for doc in documents]
 
@@ -347,7 +374,7 @@ def test_a_context_stored_with_the_copy_is_used_only_while_the_same_episodes_sur
         )
         for n in range(30)
     ]
-    entries = [Indexed(episode, Vector("m@8", vector())) for episode in episodes]
+    entries = [Indexed(episode, Vector.of("m@8", vector())) for episode in episodes]
     contexts = stored_contexts(entries, "m@8")
     query = vector()
 
@@ -359,7 +386,7 @@ def test_a_context_stored_with_the_copy_is_used_only_while_the_same_episodes_sur
                 e.document.text,
                 {},
                 e.document.occurred_at,
-                e.vector.values,
+                e.vector,
                 place=e.document.place,
                 context=c,
             )
@@ -383,7 +410,7 @@ def test_a_context_stored_with_the_copy_is_used_only_while_the_same_episodes_sur
             text="late",
             created_at=start + timedelta(minutes=5 * 14 + 120 * 2 + 2),
         ),
-        Vector("m@8", vector()),
+        Vector.of("m@8", vector()),
     )
     grown = [*entries[:15], late, *entries[15:]]
     scores = semantic_scores(documents([*doubled[:15], None, *doubled[15:]], grown), query)

@@ -46,7 +46,13 @@ from hippocampus.adapters.episode_cache import (
     cached_episode,
 )
 from hippocampus.adapters.episode_snapshots import EpisodeSnapshots
-from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE, pack, stored_vector
+from hippocampus.adapters.vector_codec import (
+    HALF_FLOAT_VECTOR_ATTRIBUTE,
+    VECTOR_ATTRIBUTE,
+    VECTOR_MODEL_ATTRIBUTE,
+    pack,
+    stored_vector,
+)
 from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.recall_ports import Corpus, Indexed, Unindexed, Vector
@@ -216,14 +222,17 @@ class DynamoRecallStore:
         # Only on the item as it was read: a fact replaced since keeps no vector of the old text, and
         # a record invalidated since (rewritten whole, without a vector) gets none: it is not ranked.
         condition = "attribute_exists(pk)" + _STILL_AS_READ.get(document.kind, "")
-        plain: dict[str, Any] = {":vector": pack(vector.values), ":model": vector.model}
+        plain: dict[str, Any] = {":vector": pack(vector), ":model": vector.model}
         if document.kind == "fact":
             plain[":version"] = document.version
         try:
             self._table.client().update_item(
                 TableName=self._table.name,
                 Key=key(user_pk(tenant_id, user_id), document.key),
-                UpdateExpression=f"SET {VECTOR_ATTRIBUTE} = :vector, {VECTOR_MODEL_ATTRIBUTE} = :model",
+                UpdateExpression=(
+                    f"SET {VECTOR_ATTRIBUTE} = :vector, {VECTOR_MODEL_ATTRIBUTE} = :model"
+                    f" REMOVE {HALF_FLOAT_VECTOR_ATTRIBUTE}"
+                ),
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values(plain),
             )

@@ -22,7 +22,7 @@ from hippocampus.adapters.dynamodb_table import (
     user_pk,
     values,
 )
-from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE
+from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTES, VECTOR_MODEL_ATTRIBUTE
 from hippocampus.contracts.errors import ConditionFailed
 from hippocampus.contracts.names import TABLE_PARTITION_KEY as PK
 from hippocampus.contracts.names import TABLE_SORT_KEY as SK
@@ -31,7 +31,7 @@ from hippocampus.contracts.records import MemoryRecord, RecordRewrite, RecordWri
 
 _TIMES = ("valid_from", "valid_to", "recorded_at", "invalidated_at")
 # Attributes of the item that are not the record's: its key, and the vector recall gave it.
-_NOT_FIELDS = frozenset({PK, SK, VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE})
+_NOT_FIELDS = frozenset({PK, SK, *VECTOR_ATTRIBUTES})
 
 
 def record_sk(record_id: str) -> str:
@@ -55,7 +55,7 @@ def record_put(
             {":gen": generation},
             ("valid_to", "invalidated_at", "superseded_by"),
             # An invalidated record is never ranked: its vector goes (the indexer gives none to it).
-            dropped=(VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE),
+            dropped=VECTOR_ATTRIBUTES,
         )
     item: dict[str, Any] = {
         PK: user_pk(tenant_id, user_id),

@@ -22,9 +22,10 @@ The copy may also start from the one the condenser keeps in S3 (adapters/episode
 checked the same way: `adopt`.
 
 Bounded: at most MAX_EPISODES episodes for all users together, the least recently queried users
-dropped first; ~9 KB an episode with a 256-dimension vector (Python floats: a tuple ranks twice
-as fast as an array of them), ~180 MB at most of the recall function's 1,024. Ranking keeps
-~1.4 KB more of a kept episode (its document and its context, domain/recall/: ~30 MB at most).
+dropped first. An episode with a 256-dimension vector (kept as bytes: contracts/recall_ports.py
+`Vector`) takes ~4.3 KB with what ranking keeps of it (its document and its context,
+domain/recall/; measured with tracemalloc over 2,000 episodes of ~80 characters; 12.3 KB when the
+vectors were tuples of Python floats): ~175 MB at most of the recall function's 1,024.
 """
 
 from bisect import insort
@@ -40,7 +41,7 @@ from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, StoredContext
 
-MAX_EPISODES: Final = 20_000
+MAX_EPISODES: Final = 40_000
 # The condenser's copies, kept only to store them (adapters/episode_snapshots.py): two users at the
 # default cap, the users of a batch that come back soon.
 KEEPER_EPISODES: Final = 4_000

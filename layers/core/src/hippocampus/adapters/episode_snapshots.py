@@ -9,7 +9,7 @@ item exactly as a warm function's copy is (adapters/episode_cache.py: generation
 episodes revision), so a stale or missing copy costs a whole read, never a wrong answer.
 
 `recall/<tenant>/<user>/episodes.json`: the episodes' items as the table holds them (their
-vectors in base64), with the generation, episode count and episodes revision they account for.
+vectors in base64, as adapters/vector_codec.py packs them), with the generation, episode count and episodes revision they account for.
 It holds what the table holds and no more, so it goes with it:
 - a delete of the user erases it with the user's other objects (adapters/s3.py `erase_user`);
   a copy stored after the delete's sweep is erased by its writer, which reads the memory item
@@ -42,7 +42,8 @@ from hippocampus.contracts.names import TABLE_SORT_KEY as SK
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import ContextMaker, StoredContext
 
-FORMAT: Final = 1
+# 2: vectors a byte a dimension (adapters/vector_codec.py); a copy of format 1 is not read.
+FORMAT: Final = 2
 _CONTEXT: Final = "context"
 # What `episode_of` reads an attribute as when the item does not hold it: left out of a row, so
 # the first query has less to parse.
@@ -166,7 +167,7 @@ def _row(sk: str, cached: CachedEpisode, context: StoredContext | None) -> dict[
         row[TTL] = cached.expires_at
     vector = cached.entry.vector
     if vector is not None:
-        row[VECTOR_ATTRIBUTE] = base64.b64encode(pack(vector.values)).decode()
+        row[VECTOR_ATTRIBUTE] = base64.b64encode(pack(vector)).decode()
         row[VECTOR_MODEL_ATTRIBUTE] = vector.model
     if context is not None:
         # Flat, one list: fewer objects for the reader to make (4 neighbours, then the offsets).

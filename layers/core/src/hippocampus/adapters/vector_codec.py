@@ -1,29 +1,42 @@
-"""Vectors packed compactly in DynamoDB items: half-precision floats, little-endian, as Binary.
+"""Vectors packed compactly in DynamoDB items: a byte a dimension (contracts/recall_ports.py
+`Vector`), after the scale as a little-endian 32-bit float, as Binary.
 
-256 dimensions take 512 bytes; half precision keeps cosine similarity to about 1e-3, far finer
-than what separates a relevant item from another.
+256 dimensions take 260 bytes. Items written before vectors were kept as bytes hold 16-bit floats
+under `vector` instead; they are read as the same bytes a new write would store (`Vector.of`),
+and a model's re-index writes them anew.
 """
 
 import struct
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from hippocampus.contracts.recall_ports import Vector
 
-VECTOR_ATTRIBUTE = "vector"
-VECTOR_MODEL_ATTRIBUTE = "vector_model"
+VECTOR_ATTRIBUTE: Final = "vector_codes"
+VECTOR_MODEL_ATTRIBUTE: Final = "vector_model"
+# Half-precision floats, little-endian: what items written before held (read, never written).
+HALF_FLOAT_VECTOR_ATTRIBUTE: Final = "vector"
+# Every attribute an item may hold a vector in: a rewrite without its vector drops them all.
+VECTOR_ATTRIBUTES: Final = (VECTOR_ATTRIBUTE, HALF_FLOAT_VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE)
+_SCALE: Final = struct.Struct("<f")
 
 
-def pack(vector: Sequence[float]) -> bytes:
-    return struct.pack(f"<{len(vector)}e", *vector)
+def pack(vector: Vector) -> bytes:
+    return _SCALE.pack(vector.scale) + vector.codes
 
 
-def unpack(data: bytes) -> tuple[float, ...]:
-    return struct.unpack(f"<{len(data) // 2}e", data)
+def unpack(model: str, data: bytes) -> Vector:
+    return Vector(model, data[_SCALE.size :], _SCALE.unpack_from(data)[0])
 
 
 def stored_vector(item: Mapping[str, Any]) -> Vector | None:
     """The vector on a stored document (a fact's, an episode's, a record's), if it has one."""
-    if VECTOR_ATTRIBUTE not in item or VECTOR_MODEL_ATTRIBUTE not in item:
+    model = item.get(VECTOR_MODEL_ATTRIBUTE)
+    if model is None:
         return None
-    return Vector(item[VECTOR_MODEL_ATTRIBUTE], unpack(item[VECTOR_ATTRIBUTE]))
+    if VECTOR_ATTRIBUTE in item:
+        return unpack(model, item[VECTOR_ATTRIBUTE])
+    if HALF_FLOAT_VECTOR_ATTRIBUTE in item:
+        data = item[HALF_FLOAT_VECTOR_ATTRIBUTE]
+        return Vector.of(model, struct.unpack(f"<{len(data) // 2}e", data))
+    return None

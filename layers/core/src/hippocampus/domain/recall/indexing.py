@@ -94,7 +94,7 @@ class Indexer:
                 vectors = embedder.embed([embedded_text(document) for document in chunk])
                 for document, values in zip(chunk, vectors, strict=True):
                     if self._store.set_vector(
-                        user_pass.tenant_id, user_pass.user_id, document, Vector(model, tuple(values))
+                        user_pass.tenant_id, user_pass.user_id, document, Vector.of(model, values)
                     ):
                         stored.append(document)
         except BaseException:

@@ -81,7 +81,7 @@ from typing import Any, Final
 
 from hippocampus.contracts.models import Episode
 from hippocampus.contracts.recall import DocumentType
-from hippocampus.contracts.recall_ports import Indexed, StoredContext
+from hippocampus.contracts.recall_ports import CODE_ZERO, Indexed, StoredContext, Vector
 from hippocampus.domain.recall.dates import with_query_dates
 from hippocampus.domain.recall.lexical import lexical_scores
 
@@ -107,7 +107,7 @@ class Document:
     metadata: Mapping[str, Any]  # a record's: empty
     # What recency counts from: a fact's updated_at, an episode's occurred_at, a record's valid_from.
     updated_at: datetime
-    vector: Sequence[float] | None  # None, or of another model: lexical only for this document
+    vector: Vector | None  # None, or of another model: lexical only for this document
     # What BM25 scores, when more than `text`: an episode's text and its date terms (dates.searched).
     searched: str | None = None
     # An episode's place among the user's episodes (EpisodePlace: when it happened, when it was
@@ -151,13 +151,30 @@ def unit(vector: Sequence[float]) -> list[float]:
     return [value / norm for value in vector] if norm else list(vector)
 
 
-def cosine(unit_query: Sequence[float], vector: Sequence[float]) -> float:
-    """Cosine similarity of a unit query vector and a stored vector, clipped to [0, 1].
+def dot_products(unit_query: Sequence[float], vectors: Sequence[Vector | None]) -> list[float | None]:
+    """The query's dot product with each stored vector (None: none, or another size).
 
     Stored vectors are unit length (the `Embedder` port; the adapters normalise what a model
-    answers), so the cosine is their dot product: no norm to compute per document (a third of
-    the vector cost). A vector packed with a small loss only moves its score by as much."""
-    return max(0.0, min(1.0, math.sumprod(unit_query, vector)))
+    answers), so a dot product is the cosine: no norm to compute per document. The products take
+    the codes as they are, Σ q·(code - CODE_ZERO)·scale = (Σ q·code - CODE_ZERO·Σ q)·scale, so no
+    vector's values are made (contracts/recall_ports.py `Vector`)."""
+    size = len(unit_query)
+    offset = CODE_ZERO * math.fsum(unit_query)
+    return [
+        (math.sumprod(unit_query, vector.codes) - offset) * vector.scale
+        if vector is not None and vector.dimensions == size
+        else None
+        for vector in vectors
+    ]
+
+
+def _product(first: Vector | None, second: Vector | None) -> float:
+    """The dot product of two stored vectors (0 without either), from their codes: Σ (a - Z)(b - Z)
+    = Σ a·b - Z·(Σ a + Σ b) + n·Z², with Z = CODE_ZERO."""
+    if first is None or second is None:
+        return 0.0
+    codes = math.sumprod(first.codes, second.codes) - CODE_ZERO * (first.code_sum + second.code_sum)
+    return (codes + CODE_ZERO * CODE_ZERO * first.dimensions) * first.scale * second.scale
 
 
 def recency(updated_at: datetime, now: datetime) -> float:
@@ -181,11 +198,7 @@ def semantic_scores(
     products with each, over the sum's length, which depends on the episodes only (`_contexts`)."""
     if unit_query is None:
         return [None] * len(documents)
-    size = len(unit_query)
-    dots = [
-        math.sumprod(unit_query, doc.vector) if doc.vector is not None and len(doc.vector) == size else None
-        for doc in documents
-    ]
+    dots = dot_products(unit_query, [doc.vector for doc in documents])
     scores = [None if dot is None else max(0.0, min(1.0, dot)) for dot in dots]
     ordered = [
         index for index in (episode_order(documents) if order is None else order) if dots[index] is not None
@@ -283,7 +296,7 @@ def stored_contexts(episodes: Sequence[Indexed], model: str) -> list[StoredConte
                 "",
                 {},
                 entry.document.occurred_at,
-                entry.vector.values,
+                entry.vector,
                 place=entry.document.place,
             )
             for entry in episodes
@@ -375,7 +388,7 @@ def _context(
             row = pairs[high - low]
             dot = row[low]
             if dot is None:
-                dot = row[low] = math.sumprod(episodes[low].vector or (), episodes[high].vector or ())
+                dot = row[low] = _product(episodes[low].vector, episodes[high].vector)
             squared += first_weight * second_weight * (dot if low == high else 2 * dot)
     window = tuple((other - position, weight) for other, weight in members)
     return window, 1 / math.sqrt(squared) if squared > 0 else 0.0

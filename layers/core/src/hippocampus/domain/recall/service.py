@@ -290,7 +290,7 @@ class _DocumentMemo:
 def _document(entry: Indexed, model: str | None) -> Document:
     """The document ranked: plain text (markdown rendered), the vector only if of `model`."""
     document = entry.document
-    vector = entry.vector.values if entry.vector is not None and entry.vector.model == model else None
+    vector = entry.vector if entry.vector is not None and entry.vector.model == model else None
     if isinstance(document, MemoryRecord):  # plain text, no title, no metadata: any filter leaves it out
         return Document("record", document.id, document.text, {}, document.valid_from, vector)
     text = f"{document.title}\n{document.text}" if document.title else document.text
