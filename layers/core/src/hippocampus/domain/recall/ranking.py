@@ -58,7 +58,13 @@ query's results out; the same scaled by the best cosine (which keeps that meanin
 model's mean token direction projected out of every vector (all-but-the-top) 0.723; tokens weighted
 by their id as a frequency rank (smooth inverse frequency) 0.722-0.725; the episode's own cosine
 when above its context's 0.718; the query's stopwords left out of its vector 0.721; the turns
-embedded without their date 0.725.
+embedded without their date 0.725. Then, with vectors a byte a dimension (0.725 still; alpha 0.3
+0.715, 0.7 0.726): relative score fusion at alpha 0.4 and 0.6 0.725, so its 0.729 at 0.5 is a
+narrow peak; the same with the range's top at least a cosine of 0.5 (an unrelated query's best
+match not lifted to 1) 0.729 at alpha 0.5 and 0.726 at 0.4 and 0.6, at least 0.7 0.727, 0.9 0.725;
+each query's cosines less their mean, over 1 less it, 0.726 (less their lowest 0.724); lexical
+scores divided by the larger of the best and a floor of 3, 6 or 9 (a weak lexical match then
+weighs less against a close vector) 0.725, or of 0.3 or 0.6 of an ideal document's score 0.724.
 
 Cost, pure Python (no numpy on the layer), one core of a 2-core AMD EPYC, CPU time, for 2,200
 documents (82,400 words) with 256-dimension vectors (`bench/bench_recall_quality.py` prints it):
