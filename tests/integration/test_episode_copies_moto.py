@@ -25,6 +25,13 @@ def every_user_worth_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dynamodb_recall, "COPY_WORTH_READING", 1)
 
 
+def scored(service: Service, text: str) -> list[tuple[str, float]]:
+    """The episodes a query finds, best first, with their scores."""
+    response = service.call("POST", MEMORY + "/query", {"query": text, "types": ["episode"]})
+    assert response.status == 200, response.body
+    return [(result["text"], result["score"]) for result in response.body["results"]]
+
+
 def another_function() -> None:
     """As in a recall function that has not ranked this user (the stored copy stays)."""
     wiring.recall_service.cache_clear()
@@ -47,13 +54,18 @@ def test_a_first_query_starts_from_the_stored_copy_and_reads_only_what_is_newer(
     copy = stored(aws)
     assert copy is not None and len(copy["episodes"]) == 30
     assert all(VECTOR_ATTRIBUTE in row for row in copy["episodes"])  # kept after the vectors were made
-    whole = found(service, "candle shop Turn 7")
+    whole = scored(service, "candle shop Turn 7")
     another_function()
     items_read.clear()
-    assert found(service, "candle shop Turn 7") == whole
+    assert scored(service, "candle shop Turn 7") == whole  # the same vectors: the same scores
     # The memory item (no facts, and no record learned from these turns), read while the copy is;
     # then the episodes from the copy's newest: that one alone. A whole read reads the 30 episodes.
     assert items_read == [1, 1]
+    boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
+    another_function()
+    items_read.clear()
+    assert scored(service, "candle shop Turn 7") == whole  # read whole from the table: the same
+    assert items_read == [1, 30]
 
 
 def test_a_copy_behind_the_partition_is_brought_up_to_date_by_the_first_query(

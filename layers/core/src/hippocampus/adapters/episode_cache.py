@@ -25,7 +25,9 @@ Bounded: at most MAX_EPISODES episodes for all users together, the least recentl
 dropped first. An episode with a 256-dimension vector (kept as bytes: contracts/recall_ports.py
 `Vector`) takes ~4.3 KB with what ranking keeps of it (its document and its context,
 domain/recall/; measured with tracemalloc over 2,000 episodes of ~80 characters; 12.3 KB when the
-vectors were tuples of Python floats): ~175 MB at most of the recall function's 1,024.
+vectors were tuples of Python floats): ~90 MB at most of the recall function's 1,024. The bound
+counts episodes, not bytes: an episode's text may hold 16,000 characters, kept twice (the episode's,
+and ranking's with its date terms), so 20,000 of the longest take about 0.7 GB by that arithmetic.
 """
 
 from bisect import insort
@@ -41,7 +43,7 @@ from hippocampus.contracts.memory_state import MemoryState
 from hippocampus.contracts.names import TABLE_TTL_ATTRIBUTE as TTL
 from hippocampus.contracts.recall_ports import RECENT_EPISODES, Indexed, StoredContext
 
-MAX_EPISODES: Final = 40_000
+MAX_EPISODES: Final = 20_000
 # The condenser's copies, kept only to store them (adapters/episode_snapshots.py): two users at the
 # default cap, the users of a batch that come back soon.
 KEEPER_EPISODES: Final = 4_000

@@ -2,8 +2,10 @@
 `Vector`), after the scale as a little-endian 32-bit float, as Binary.
 
 256 dimensions take 260 bytes. Items written before vectors were kept as bytes hold 16-bit floats
-under `vector` instead; they are read as the same bytes a new write would store (`Vector.of`),
-and a model's re-index writes them anew.
+under `vector` instead: they are read by rounding those to bytes (`Vector.of`, ~30 µs a vector),
+and the indexer gives them vectors anew (adapters/dynamodb_recall.py `unindexed`): the facts and
+records, and the newest episodes, at the user's next pass; every episode at a re-index
+(tools/reindex.py).
 """
 
 import struct
