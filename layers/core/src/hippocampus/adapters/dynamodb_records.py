@@ -5,8 +5,9 @@ in the order the service learned them. They sort after `MEMORY`, so a memory rea
 `MEMORY`) never reads them. Each carries the user's generation (a delete's sweep removes the older
 ones, and reads never show them) and the memory's TTL when one is configured (docs/architecture.md
 "Storage layout"). A current record may also hold `vector_codes` (or, written before, `vector`)
-and `vector_model`, given by recall's indexer (adapters/dynamodb_recall.py): a `Put` rewrites the item whole, so an invalidated record has
-none (it is not ranked), and a record rewritten current gets one at the indexer's next pass.
+and `vector_model`, given by recall's indexer (adapters/dynamodb_recall.py): a `Put` rewrites the
+item whole, so an invalidated record has none (it is not ranked), and a record rewritten current
+gets one at the indexer's next pass.
 """
 
 from datetime import datetime

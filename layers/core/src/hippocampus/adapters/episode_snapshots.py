@@ -9,7 +9,8 @@ item exactly as a warm function's copy is (adapters/episode_cache.py: generation
 episodes revision), so a stale or missing copy costs a whole read, never a wrong answer.
 
 `recall/<tenant>/<user>/episodes.json`: the episodes' items as the table holds them (their
-vectors in base64, as adapters/vector_codec.py packs them), with the generation, episode count and episodes revision they account for.
+vectors in base64, as adapters/vector_codec.py packs them), with the generation, episode count
+and episodes revision they account for.
 It holds what the table holds and no more, so it goes with it:
 - a delete of the user erases it with the user's other objects (adapters/s3.py `erase_user`);
   a copy stored after the delete's sweep is erased by its writer, which reads the memory item

@@ -33,8 +33,9 @@ class Vector:
     Kept as bytes, not floats: a user's first query in a recall function reads 2,000 episodes'
     vectors, and 512,000 Python floats took ~26 ms to make where the bytes take none (their values
     are Python's cached small ints; domain/recall/ranking.py multiplies them as they are). Each
-    value is within scale / 2 of the model's (scale = the largest value / 127): the cosines move by
-    ~0.002, and recall on LoCoMo is the same to three decimals (docs/architecture.md "Recall")."""
+    value is within scale / 2 of the model's (scale = the largest value / 127): a cosine of two
+    256-dimension unit vectors moves by 0.0003 (median; 0.0012 at most of 300 pairs), and recall
+    on LoCoMo is the same to three decimals (docs/architecture.md "Recall")."""
 
     model: str
     codes: bytes
