@@ -107,6 +107,12 @@ class FakeHippocampus:
         ]
 
 
+# These tests check what the memory adds, not how fast: on a busy machine the fake service's
+# answer may take longer than the client's 3 s default, and the client would then skip the memory
+# (as it should: a slow memory never holds an app up; the timeout tests below check that).
+READ_TIMEOUT_S = 30.0
+
+
 @pytest.fixture
 def hippocampus() -> Iterator[FakeHippocampus]:
     with FakeHippocampus() as fake:
@@ -145,7 +151,7 @@ def stored(memory: MemoryClient, fake: FakeHippocampus) -> list[tuple[str, Any]]
 def test_the_memory_goes_after_the_system_messages_and_the_turn_is_stored(
     model: ChatStub, hippocampus: FakeHippocampus
 ) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         chat = sync_chat(model, memory, user="alice", max_words=120)
         answer = chat.chat.completions.create(model="gpt-4o-mini", messages=CONVERSATION, temperature=0)
         assert isinstance(answer, openai.types.chat.ChatCompletion)
@@ -160,7 +166,7 @@ def test_the_memory_goes_after_the_system_messages_and_the_turn_is_stored(
 def test_without_system_messages_the_memory_comes_first_and_user_id_picks_the_user(
     model: ChatStub, hippocampus: FakeHippocampus
 ) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         chat = sync_chat(model, memory, user="alice")
         chat.chat.completions.create(model="m", messages=[QUESTION], user_id="bob")
         assert model.last_messages == [memory_message(), QUESTION]
@@ -170,7 +176,7 @@ def test_without_system_messages_the_memory_comes_first_and_user_id_picks_the_us
 def test_a_stream_passes_through_and_its_whole_text_is_stored(
     model: ChatStub, hippocampus: FakeHippocampus
 ) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         chat = sync_chat(model, memory, user="alice")
         stream = chat.chat.completions.create(model="m", messages=CONVERSATION, stream=True)
         assert isinstance(stream, openai.Stream)
@@ -185,7 +191,7 @@ def test_a_stream_passes_through_and_its_whole_text_is_stored(
 
 
 def test_a_stream_closed_early_stores_what_was_given(model: ChatStub, hippocampus: FakeHippocampus) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         chat = sync_chat(model, memory, user="alice")
         with chat.chat.completions.create(model="m", messages=[QUESTION], stream=True) as stream:
             given = ""
@@ -217,7 +223,7 @@ def test_async_with_and_without_a_stream(model: ChatStub, hippocampus: FakeHippo
         await memory.aclose()
         return answer, text, first
 
-    memory = AsyncMemoryClient(endpoint=hippocampus.url, tenant="acme")
+    memory = AsyncMemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S)
     answer, text, first = asyncio.run(scenario(memory))
     assert answer.choices[0].message.content == ANSWER and text == ANSWER
     assert first == [SYSTEM, memory_message(), *CONVERSATION[1:]]
@@ -239,7 +245,7 @@ def test_async_stream_closed_early_and_a_blocking_memory_client(
         await stream.aclose()
         return given
 
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         given = asyncio.run(scenario(memory))
         assert given and given != ANSWER
         assert stored(memory, hippocampus) == [
@@ -319,7 +325,7 @@ def test_the_models_errors_propagate_unchanged_and_nothing_is_stored(
     model: ChatStub, hippocampus: FakeHippocampus
 ) -> None:
     model.fail_with(500)
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         chat = sync_chat(model, memory, user="alice")
         with pytest.raises(openai.InternalServerError):
             chat.chat.completions.create(model="m", messages=[QUESTION])
@@ -342,7 +348,7 @@ def test_the_models_errors_propagate_unchanged_and_nothing_is_stored(
 def test_no_context_no_user_or_store_turns_off_leave_the_request_alone(
     model: ChatStub, hippocampus: FakeHippocampus, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         hippocampus.block = "  "  # a user the service knows nothing about yet
         sync_chat(model, memory, user="alice", store_turns=False).chat.completions.create(
             model="m", messages=[QUESTION]
@@ -357,7 +363,7 @@ def test_no_context_no_user_or_store_turns_off_leave_the_request_alone(
 
 
 def test_everything_else_is_the_sdks_own(model: ChatStub, hippocampus: FakeHippocampus) -> None:
-    with MemoryClient(endpoint=hippocampus.url, tenant="acme") as memory:
+    with MemoryClient(endpoint=hippocampus.url, tenant="acme", timeout=READ_TIMEOUT_S) as memory:
         client = OpenAI(api_key="k", base_url=model.base_url, max_retries=0)
         chat = with_memory(client, memory, user="alice")
         assert chat.openai is client and chat.base_url == client.base_url and chat.models is client.models
