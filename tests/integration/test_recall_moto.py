@@ -16,6 +16,7 @@ from hippocampus.adapters.episode_snapshots import snapshot_key
 from hippocampus.adapters.vector_codec import VECTOR_ATTRIBUTE, unpack
 from hippocampus.contracts.recall_ports import Vector
 from tests.support.fakes import ScriptedModel
+from tests.support.vectors import values
 
 T, U = "acme", "alice"
 MEMORY = f"/v1/tenants/{T}/users/{U}/memory"
@@ -82,12 +83,12 @@ def test_vectors_stored_as_half_floats_before_are_read_alike_and_made_again_at_t
         TableName=aws.table_name, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": pk}
     )["Items"]
     for item in (item for item in items if VECTOR_ATTRIBUTE in item):
-        values = unpack(item["vector_model"]["S"], item[VECTOR_ATTRIBUTE]["B"]).values()
+        floats = values(unpack(item["vector_model"]["S"], item[VECTOR_ATTRIBUTE]["B"]))
         dynamodb.update_item(
             TableName=aws.table_name,
             Key={"pk": pk, "sk": item["sk"]},
             UpdateExpression=f"SET vector = :half REMOVE {VECTOR_ATTRIBUTE}",
-            ExpressionAttributeValues={":half": {"B": struct.pack(f"<{len(values)}e", *values)}},
+            ExpressionAttributeValues={":half": {"B": struct.pack(f"<{len(floats)}e", *floats)}},
         )
     boto3.client("s3").delete_object(Bucket=aws.bucket_name, Key=snapshot_key(T, U))
     wiring.reset()  # a function that has not read this user: every vector from the table

@@ -24,6 +24,7 @@ from hippocampus.domain.recall.ranking import (
     stored_contexts,
     unit,
 )
+from tests.support.vectors import values
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
@@ -81,7 +82,7 @@ def test_alpha_0_is_lexical_only():
 def test_alpha_1_is_semantic_only():
     results = run("stripe payments", QUERY_VECTOR, DOCS, alpha=1.0)
     assert ids(results) == ["sem", "mid"]  # "lex" has cosine 0: dropped despite its words
-    assert results[0].score == pytest.approx(cosine(unit(QUERY_VECTOR), DOCS[1].vector.values()))
+    assert results[0].score == pytest.approx(cosine(unit(QUERY_VECTOR), values(DOCS[1].vector)))
     assert results[0].score == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)  # its largest value: exact
     assert results[1].score == pytest.approx(0.6, abs=0.8 / 127 / 2)  # stored within half a step
 
@@ -89,23 +90,21 @@ def test_alpha_1_is_semantic_only():
 def test_a_stored_vector_is_within_half_a_step_of_the_models_and_its_products_are_its_values():
     rng = random.Random(5)
     for _ in range(20):
-        values = unit([rng.gauss(0, 1) for _ in range(64)])
-        vector = Vector.of("m", values)
+        exact = unit([rng.gauss(0, 1) for _ in range(64)])
+        vector = Vector.of("m", exact)
         assert vector.dimensions == 64 and len(vector.codes) == 64
-        assert all(
-            abs(a - b) <= vector.scale / 2 + 1e-12 for a, b in zip(vector.values(), values, strict=True)
-        )
+        assert all(abs(a - b) <= vector.scale / 2 + 1e-12 for a, b in zip(values(vector), exact, strict=True))
         query = unit([rng.gauss(0, 1) for _ in range(64)])
-        assert semantic_scores([doc("d", "d", values)], query) == pytest.approx(
-            [cosine(query, vector.values())]
+        assert semantic_scores([doc("d", "d", exact)], query) == pytest.approx(
+            [cosine(query, values(vector))]
         )
-    assert Vector.of("m", [0.0, 0.0]).values() == [0.0, 0.0]  # an empty text's zero vector stays zero
+    assert values(Vector.of("m", [0.0, 0.0])) == [0.0, 0.0]  # an empty text's zero vector stays zero
 
 
 def test_in_between_is_a_linear_blend():
     lexical = lexical_scores("stripe payments", [d.text for d in DOCS])
     results = {r.document.id: r.score for r in run("stripe payments", QUERY_VECTOR, DOCS, alpha=0.3)}
-    mid = cosine(unit(QUERY_VECTOR), DOCS[2].vector.values())
+    mid = cosine(unit(QUERY_VECTOR), values(DOCS[2].vector))
     assert results["mid"] == pytest.approx(0.3 * mid + 0.7 * lexical[2])
     assert results["lex"] == pytest.approx(0.7 * lexical[0])
 
@@ -322,7 +321,7 @@ def read_in_context(documents, query):
     episodes = sorted((doc for doc in documents if doc.type == "episode"), key=lambda doc: doc.place)
     scores = {}
     for position, episode in enumerate(episodes):
-        total = episode.vector.values()
+        total = values(episode.vector)
         for distance, weight in ((1, 0.5), (2, 0.25)):
             for other in (position - distance, position + distance):
                 if (
@@ -330,7 +329,7 @@ def read_in_context(documents, query):
                     and abs(episodes[other].updated_at - episode.updated_at) <= NEIGHBOUR_GAP
                 ):
                     total = [
-                        a + weight * b for a, b in zip(total, episodes[other].vector.values(), strict=True)
+                        a + weight * b for a, b in zip(total, values(episodes[other].vector), strict=True)
                     ]
         scores[episode.id] = max(0.0, min(1.0, cosine(unit(query), unit(total))))
     return [scores[doc.id] for doc in documents]

@@ -14,6 +14,7 @@ from hippocampus.adapters.vector_codec import (
 )
 from hippocampus.contracts.recall_ports import Vector
 from hippocampus.domain.recall.ranking import unit
+from tests.support.vectors import values
 
 
 def random_vector(rng: random.Random, dimensions: int = 256) -> Vector:
@@ -32,12 +33,12 @@ def test_a_vector_is_read_back_as_it_was_stored() -> None:
 
 def test_half_floats_written_before_are_read_as_bytes_within_a_step_of_their_values() -> None:
     rng = random.Random(3)
-    values = unit([rng.gauss(0, 1) for _ in range(256)])
-    half = struct.pack("<256e", *values)
+    model_values = unit([rng.gauss(0, 1) for _ in range(256)])
+    half = struct.pack("<256e", *model_values)
     read = stored_vector({HALF_FLOAT_VECTOR_ATTRIBUTE: half, VECTOR_MODEL_ATTRIBUTE: "m@256"})
     assert read is not None and read.model == "m@256" and read.dimensions == 256
     exact = struct.unpack("<256e", half)
-    assert all(abs(a - b) <= read.scale / 2 + 1e-9 for a, b in zip(read.values(), exact, strict=True))
+    assert all(abs(a - b) <= read.scale / 2 + 1e-9 for a, b in zip(values(read), exact, strict=True))
 
 
 def test_an_item_without_a_model_or_a_vector_has_none() -> None:

@@ -181,7 +181,8 @@ def list_service() -> "ListService":
 @once
 def recall_store() -> "DynamoRecallStore":
     """The recall function's: its copies of users' episodes (20,000 episodes at most, ~90 MB of its
-    1,024 for short ones), and the stored copy read with short timeouts (a first query falls back to a whole read)."""
+    1,024 for short ones), and the stored copy read with short timeouts (a first query falls back
+    to a whole read)."""
     from hippocampus.adapters.episode_cache import MAX_EPISODES
 
     return _recall_store(MAX_EPISODES, optional_reads=True)

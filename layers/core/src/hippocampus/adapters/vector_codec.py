@@ -18,7 +18,7 @@ VECTOR_ATTRIBUTE: Final = "vector_codes"
 VECTOR_MODEL_ATTRIBUTE: Final = "vector_model"
 # Half-precision floats, little-endian: what items written before held (read, never written).
 HALF_FLOAT_VECTOR_ATTRIBUTE: Final = "vector"
-# Every attribute an item may hold a vector in: a rewrite without its vector drops them all.
+# Every attribute of an item's vector, its model's too: a rewrite without its vector drops them all.
 VECTOR_ATTRIBUTES: Final = (VECTOR_ATTRIBUTE, HALF_FLOAT_VECTOR_ATTRIBUTE, VECTOR_MODEL_ATTRIBUTE)
 _SCALE: Final = struct.Struct("<f")
 

@@ -61,11 +61,6 @@ class Vector:
         """The sum of the codes: what a dot product of two vectors' codes takes back out."""
         return sum(self.codes)
 
-    def values(self) -> list[float]:
-        """The values the codes stand for."""
-        scale = self.scale
-        return [(code - CODE_ZERO) * scale for code in self.codes]
-
 
 def _float32(value: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", value))[0])
